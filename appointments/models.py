@@ -1,0 +1,1 @@
+"""Models of the appointments app (built in its own issue)."""

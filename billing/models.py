@@ -1,0 +1,1 @@
+"""Models of the billing app (built in its own issue)."""

@@ -1,0 +1,46 @@
+from django.contrib import admin
+from django.db.models import Count
+
+from clinic.models import Branch, Department, Doctor
+
+
+@admin.register(Branch)
+class BranchAdmin(admin.ModelAdmin):
+    list_display = ["code", "name", "state", "city", "time_zone", "cancellation_window_minutes", "is_active"]
+    list_filter = ["state", "is_active", "time_zone"]
+    search_fields = ["code", "name", "city", "gstin"]
+    fieldsets = [
+        (None, {"fields": ["code", "name", "is_active"]}),
+        ("Tax and location", {"fields": ["state", "gstin", "time_zone", "address_line1", "city", "pincode", "phone"]}),
+        ("Appointments", {"fields": ["cancellation_window_minutes"]}),
+    ]
+
+
+@admin.register(Department)
+class DepartmentAdmin(admin.ModelAdmin):
+    list_display = ["name", "doctor_count"]
+    search_fields = ["name"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request).annotate(doctor_total=Count("doctors"))
+
+    @admin.display(description="doctors", ordering="doctor_total")
+    def doctor_count(self, obj: Department) -> int:
+        return obj.doctor_total  # type: ignore[attr-defined]
+
+
+@admin.register(Doctor)
+class DoctorAdmin(admin.ModelAdmin):
+    list_display = ["name", "department", "branch_codes", "default_slot_minutes", "is_active"]
+    list_filter = ["department", "branches", "is_active"]
+    list_select_related = ["department"]
+    search_fields = ["name", "registration_number"]
+    filter_horizontal = ["branches"]
+    autocomplete_fields = ["department"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request).prefetch_related("branches")
+
+    @admin.display(description="branches")
+    def branch_codes(self, obj: Doctor) -> str:
+        return ", ".join(branch.code for branch in obj.branches.all())

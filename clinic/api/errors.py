@@ -1,0 +1,211 @@
+"""RFC 9457 problem details for every error the API produces.
+
+One registry of problem kinds (code -> status, title, description) feeds the responses, the
+`/api/v1/problems/{code}` pages that the `type` URIs point at, and the OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from clinic.api.renderers import dumps
+from clinic.api.request_id import current_request_id
+from clinic.errors import DomainError, FieldError
+
+logger = logging.getLogger("clinic.api")
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE_PREFIX = "/api/v1/problems/"
+
+
+@dataclass(frozen=True)
+class ProblemKind:
+    status: int
+    title: str
+    description: str
+
+
+PROBLEM_KINDS: dict[str, ProblemKind] = {
+    "validation_error": ProblemKind(400, "Invalid input", "One or more fields are invalid; see `errors`."),
+    "parse_error": ProblemKind(400, "Malformed request body", "The body is not valid JSON."),
+    "invalid_request": ProblemKind(400, "Invalid request", "The request cannot be processed as sent."),
+    "not_authenticated": ProblemKind(401, "Authentication required", "No bearer token was sent."),
+    "invalid_token": ProblemKind(401, "Invalid token", "The bearer token is invalid, expired or revoked."),
+    "insufficient_scope": ProblemKind(403, "Insufficient scope", "The token lacks the scope the operation needs."),
+    "ip_not_allowed": ProblemKind(403, "Address not allowed", "The client may not call from this IP address."),
+    "permission_denied": ProblemKind(403, "Forbidden", "The client may not perform this operation."),
+    "not_found": ProblemKind(404, "Not found", "No such resource, or not visible to this client."),
+    "method_not_allowed": ProblemKind(405, "Method not allowed", "See the Allow header."),
+    "not_acceptable": ProblemKind(406, "Not acceptable", "The API produces application/json only."),
+    "conflict": ProblemKind(409, "Conflict", "The request conflicts with the current state."),
+    "idempotency_key_in_use": ProblemKind(
+        409, "Idempotency key in use", "A request with this Idempotency-Key is still being processed."
+    ),
+    "unsupported_media_type": ProblemKind(415, "Unsupported media type", "Send application/json."),
+    "idempotency_key_reused": ProblemKind(
+        422, "Idempotency key reused", "This Idempotency-Key was used with a different request body."
+    ),
+    "rate_limited": ProblemKind(429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
+    "internal_error": ProblemKind(500, "Internal server error", "Report the request_id to support."),
+}
+
+
+def register_problem(code: str, status_code: int, title: str, description: str) -> None:
+    """Domain apps add their own kinds (duplicate_patient, slot_unavailable...) at import."""
+    PROBLEM_KINDS.setdefault(code, ProblemKind(status_code, title, description))
+
+
+def problem_body(
+    status_code: int,
+    code: str,
+    detail: str | None = None,
+    *,
+    title: str | None = None,
+    errors: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    kind = PROBLEM_KINDS.get(code)
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_PREFIX + code,
+        "title": title or (kind.title if kind else "Error"),
+        "status": status_code,
+    }
+    if detail:
+        body["detail"] = detail
+    body["code"] = code
+    body["request_id"] = current_request_id.get()
+    if status_code == 400:
+        body["errors"] = errors or []
+    body.update(extra)
+    return body
+
+
+def problem_response(status_code: int, code: str, detail: str | None = None, **kwargs: Any) -> HttpResponse:
+    """A plain Django response, for code outside DRF views (middleware, token endpoint wrappers)."""
+    return HttpResponse(
+        dumps(problem_body(status_code, code, detail, **kwargs)),
+        status=status_code,
+        content_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def _flatten(detail: Any, prefix: str = "") -> Iterator[dict[str, Any]]:
+    """DRF's nested error detail as a flat list naming each field by dotted path (address.pincode)."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = "" if key in ("non_field_errors", "__all__") else str(key)
+            yield from _flatten(value, f"{prefix}.{name}" if prefix and name else (name or prefix))
+    elif isinstance(detail, list):
+        if all(isinstance(item, exceptions.ErrorDetail | str) for item in detail):
+            for item in detail:
+                yield {
+                    "field": prefix or None,
+                    "code": getattr(item, "code", "invalid"),
+                    "message": str(item),
+                }
+        else:  # a list of nested objects: insurance.0.provider
+            for index, item in enumerate(detail):
+                if item:
+                    yield from _flatten(item, f"{prefix}.{index}" if prefix else str(index))
+    else:
+        yield {"field": prefix or None, "code": getattr(detail, "code", "invalid"), "message": str(detail)}
+
+
+def validation_errors(detail: Any) -> list[dict[str, Any]]:
+    return list(_flatten(detail))
+
+
+def _problem(status_code: int, code: str, detail: str | None, headers: dict[str, str] | None = None, **kw: Any):
+    return Response(
+        problem_body(status_code, code, detail, **kw),
+        status=status_code,
+        headers=headers,
+        content_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """DRF's EXCEPTION_HANDLER: every exception becomes a problem response (never HTML, never a trace)."""
+    if isinstance(exc, FieldError):
+        errors = [{"field": field, "code": "invalid", "message": message} for field, message in exc.errors.items()]
+        return _problem(400, exc.code, exc.detail, errors=errors)
+    if isinstance(exc, DomainError):
+        return _problem(exc.status, exc.code, exc.detail, title=exc.title, **exc.extra)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, exceptions.APIException):
+        headers: dict[str, str] = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        if isinstance(exc, exceptions.ValidationError):
+            return _problem(
+                400,
+                "validation_error",
+                "The request has invalid fields.",
+                errors=validation_errors(exc.detail),
+            )
+        if isinstance(exc, exceptions.ParseError):
+            message = str(exc.detail)
+            return _problem(
+                400,
+                "parse_error",
+                message,
+                errors=[{"field": None, "code": "parse_error", "message": message}],
+            )
+        if isinstance(exc, exceptions.Throttled):
+            wait = max(int(exc.wait or 1), 1)
+            headers["Retry-After"] = str(wait)
+            return _problem(429, "rate_limited", f"Rate limit exceeded; retry in {wait} s.", headers)
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            # The toolkit leaves its verdict on the request: empty when no token was sent at all.
+            oauth_error = getattr(context.get("request"), "oauth2_error", None) or {}
+            code = "invalid_token" if oauth_error else "not_authenticated"
+            detail = oauth_error.get("error_description") or str(exc.detail)
+            status_code = status.HTTP_401_UNAUTHORIZED if headers else status.HTTP_403_FORBIDDEN
+            return _problem(status_code, code, str(detail), headers)
+        code = getattr(exc, "problem_code", None) or {
+            status.HTTP_403_FORBIDDEN: "permission_denied",
+            status.HTTP_404_NOT_FOUND: "not_found",
+            status.HTTP_405_METHOD_NOT_ALLOWED: "method_not_allowed",
+            status.HTTP_406_NOT_ACCEPTABLE: "not_acceptable",
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
+        }.get(exc.status_code, str(exc.default_code))
+        headers.update(getattr(exc, "extra_headers", {}))
+        return _problem(exc.status_code, code, str(exc.detail), headers)
+
+    logger.exception("Unhandled exception in API view", exc_info=exc)
+    return _problem(500, "internal_error", None)
+
+
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    return problem_response(404, "not_found", f"No API endpoint at {request.path}.")
+
+
+def internal_error_response() -> HttpResponse:
+    return problem_response(500, "internal_error", None)
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return api_not_found(request)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception or Http404())
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return internal_error_response()
+    from django.views.defaults import server_error
+
+    return server_error(request)

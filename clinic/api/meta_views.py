@@ -1,0 +1,43 @@
+"""Endpoints without a token: liveness, readiness, and the pages the problem `type` URIs point at."""
+
+from __future__ import annotations
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+
+from clinic.api.errors import PROBLEM_KINDS, problem_response
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive and serving requests; checks nothing else."""
+    return JsonResponse({"status": "ok"})
+
+
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Ready for traffic: PostgreSQL answers, and Redis answers when one is configured."""
+    checks: dict[str, str] = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        checks["database"] = f"error: {type(exc).__name__}"
+    if settings.REDIS_URL:
+        try:
+            redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1).ping()
+            checks["redis"] = "ok"
+        except Exception as exc:  # noqa: BLE001
+            checks["redis"] = f"error: {type(exc).__name__}"
+    else:
+        checks["redis"] = "not configured (in-process fallback)"
+    ready = all(not value.startswith("error") for value in checks.values())
+    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+
+
+def problem_kind(request: HttpRequest, code: str) -> JsonResponse:
+    kind = PROBLEM_KINDS.get(code)
+    if kind is None:
+        return problem_response(404, "not_found", f"No problem kind {code!r}.")  # type: ignore[return-value]
+    return JsonResponse({"code": code, "status": kind.status, "title": kind.title, "description": kind.description})

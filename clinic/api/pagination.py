@@ -1,0 +1,59 @@
+"""Page-number pagination with a bare JSON array body and the totals and links in headers.
+
+`X-Total-Count` holds the number of matching rows; `Link` (RFC 8288) has first, prev, next and last.
+`page` >= 1 and `per_page` 1..100 are validated (400 naming the parameter); a page past the end is `[]`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+
+class PageParams(serializers.Serializer):
+    page = serializers.IntegerField(min_value=1, default=1)
+    per_page = serializers.IntegerField(
+        min_value=1, max_value=settings.API_PAGE_SIZE_MAX, default=settings.API_PAGE_SIZE_DEFAULT
+    )
+
+
+class HeaderPagination:
+    def __init__(self, request: Request) -> None:
+        params = PageParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        self.request = request
+        self.page: int = params.validated_data["page"]
+        self.per_page: int = params.validated_data["per_page"]
+        self.total = 0
+
+    def paginate(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any]:
+        self.total = queryset.count() if isinstance(queryset, QuerySet) else len(queryset)
+        offset = (self.page - 1) * self.per_page
+        if offset >= self.total:
+            return []
+        return list(queryset[offset : offset + self.per_page])
+
+    def response(self, data: list[Any]) -> Response:
+        return Response(data, headers=self.headers())
+
+    def headers(self) -> dict[str, str]:
+        last = max(math.ceil(self.total / self.per_page), 1)
+        url = self.request.build_absolute_uri()
+        url = replace_query_param(url, "per_page", self.per_page)
+        links = [("first", 1), ("last", last)]
+        if self.page > 1:
+            links.insert(1, ("prev", min(self.page - 1, last)))
+        if self.page < last:
+            links.insert(-1, ("next", self.page + 1))
+        return {
+            "X-Total-Count": str(self.total),
+            "Link": ", ".join(f'<{replace_query_param(url, "page", page)}>; rel="{rel}"' for rel, page in links),
+        }

@@ -1,0 +1,64 @@
+"""The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from uuid import UUID
+
+from django.http import HttpRequest, HttpResponseBase
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from integrations import idempotency
+
+IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
+
+
+class ClinicAPIView(APIView):
+    """Subclasses declare `required_scopes = {"GET": "<scope>", ...}`: exactly one scope per operation."""
+
+    required_scopes: dict[str, str] = {}
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # DRF's APIView.dispatch, with the handler run through the idempotency layer when asked for.
+        self.args, self.kwargs = args, kwargs
+        drf_request = self.initialize_request(request, *args, **kwargs)
+        self.request = drf_request
+        self.headers = self.default_response_headers
+        try:
+            self.initial(drf_request, *args, **kwargs)
+            key = drf_request.headers.get(idempotency.HEADER)
+            if key is not None and drf_request.method in IDEMPOTENT_METHODS:
+                response: HttpResponseBase = idempotency.execute(
+                    client=drf_request.auth.application,
+                    key=key,
+                    request=drf_request,
+                    handler=lambda: self._handle(drf_request, *args, **kwargs),
+                )
+            else:
+                response = self._call_handler(drf_request, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - DRF's contract: every exception becomes a response
+            response = self.handle_exception(exc)
+        self.response = self.finalize_response(drf_request, response, *args, **kwargs)
+        return self.response
+
+    def _call_handler(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        method = (request.method or "").lower()
+        handler = getattr(self, method, self.http_method_not_allowed) if method in self.http_method_names else None
+        return (handler or self.http_method_not_allowed)(request, *args, **kwargs)
+
+    def _handle(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """The handler's outcome as a response, errors included, so a 4xx can be stored and replayed."""
+        try:
+            response = self._call_handler(request, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            response = self.handle_exception(exc)
+        return response  # type: ignore[return-value]
+
+    def audit_patients(self, ids: Iterable[UUID]) -> None:
+        """Record in this request's audit row which patients it touched."""
+        touched = getattr(self.request._request, "audit_patient_ids", [])
+        touched.extend(ids)
+        self.request._request.audit_patient_ids = touched  # type: ignore[attr-defined]

@@ -1,0 +1,125 @@
+"""The organisation every other app points at: branches, departments and doctors."""
+
+from __future__ import annotations
+
+import re
+import uuid
+import zoneinfo
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models.functions import Lower
+
+from clinic.states import GST_STATE_CODES, IndianState
+
+GSTIN_PATTERN = re.compile(r"^\d{2}[A-Z]{5}\d{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
+
+
+def validate_time_zone(value: str) -> None:
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(f"{value!r} is not an IANA time zone (for example Asia/Kolkata).", code="invalid")
+
+
+class TimeStampedModel(models.Model):
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Branch(TimeStampedModel):
+    """A clinic or hospital site. Its state decides GST treatment, its time zone what "a day" is."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    code = models.CharField(
+        max_length=10,
+        unique=True,
+        validators=[RegexValidator(r"^[A-Z0-9]{2,10}$", "2-10 upper-case letters or digits, e.g. BLR.")],
+        help_text="Short code used in invoice numbers, e.g. BLR.",
+    )
+    name = models.CharField(max_length=200)
+    state = models.CharField(max_length=60, choices=IndianState.choices)
+    gstin = models.CharField("GSTIN", max_length=15, blank=True, help_text="15-character GST number.")
+    time_zone = models.CharField(max_length=64, default="Asia/Kolkata", validators=[validate_time_zone])
+    cancellation_window_minutes = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(7 * 24 * 60)],
+        help_text="Patients cannot cancel through the API within this many minutes before the slot. 0: any time.",
+    )
+    address_line1 = models.CharField(max_length=200, blank=True)
+    city = models.CharField(max_length=100, blank=True)
+    pincode = models.CharField(max_length=6, blank=True, validators=[RegexValidator(r"^\d{6}$", "Six digits.")])
+    phone = models.CharField(max_length=20, blank=True)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["code"]
+        verbose_name_plural = "branches"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(code__regex=r"^[A-Z0-9]{2,10}$"), name="branch_code_format"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} · {self.name}"
+
+    @property
+    def zone(self) -> zoneinfo.ZoneInfo:
+        return zoneinfo.ZoneInfo(self.time_zone)
+
+    def clean(self) -> None:
+        if self.code:
+            self.code = self.code.upper()
+        if self.gstin:
+            self.gstin = self.gstin.upper()
+            if not GSTIN_PATTERN.match(self.gstin):
+                raise ValidationError({"gstin": "Not a GSTIN: expected 15 characters like 29ABCDE1234F1Z5."})
+            expected = GST_STATE_CODES.get(self.state)
+            if expected and self.gstin[:2] != expected:
+                raise ValidationError(
+                    {"gstin": f"A GSTIN registered in {self.state} starts with {expected}, not {self.gstin[:2]}."}
+                )
+
+
+class Department(TimeStampedModel):
+    """A clinical department (Cardiology, Paediatrics...), shared across branches."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(Lower("name"), name="department_name_unique_ci")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Doctor(TimeStampedModel):
+    """A practitioner in one department, consulting at one or more branches."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="doctors")
+    branches = models.ManyToManyField(Branch, related_name="doctors")
+    default_slot_minutes = models.PositiveSmallIntegerField(
+        "default slot duration (minutes)",
+        default=15,
+        validators=[MinValueValidator(5), MaxValueValidator(240)],
+    )
+    registration_number = models.CharField(max_length=50, blank=True, help_text="Medical council registration.")
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(default_slot_minutes__gte=5, default_slot_minutes__lte=240),
+                name="doctor_slot_minutes_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,268 @@
+"""Settings for the clinic service: one module, every deployment value from the environment.
+
+Values are read through the fail-loud helpers of clinic.env. An optional `.env` file in the checkout
+is loaded first (real environment variables win). See `.env.example` for every variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
+
+from clinic.env import env_bool, env_int, env_list, env_networks, env_str
+from integrations.token_lifetime import token_lifetime
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+load_dotenv(BASE_DIR / ".env", override=False)
+
+# --- Core -----------------------------------------------------------------------------------------
+
+DEBUG = env_bool("DEBUG", default=False)
+_INSECURE_DEFAULT_SECRET = "django-insecure-development-only-secret-key-do-not-use-in-production"  # noqa: S105 - refused below when DEBUG is off
+SECRET_KEY = env_str("SECRET_KEY", default=_INSECURE_DEFAULT_SECRET)
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS")
+if not DEBUG and (SECRET_KEY == _INSECURE_DEFAULT_SECRET or len(SECRET_KEY) < 32):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is missing, the development default, or shorter than 32 characters, and DEBUG is off. "
+        "Set a long random SECRET_KEY (for example: python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+TIME_ZONE = env_str("TIME_ZONE", default="Asia/Kolkata")
+USE_TZ = True
+LANGUAGE_CODE = "en-us"
+USE_I18N = False
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "oauth2_provider",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "clinic",
+    "integrations",
+    "patients",
+    "appointments",
+    "billing",
+]
+
+MIDDLEWARE = [
+    "clinic.api.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "integrations.middleware.ApiAuditMiddleware",
+    "clinic.api.middleware.ApiErrorMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "clinic.urls"
+WSGI_APPLICATION = "clinic.wsgi.application"
+ASGI_APPLICATION = "clinic.asgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+APPEND_SLASH = False  # API paths have no trailing slash; a redirect would drop POST bodies
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Without collectstatic (development, tests) WhiteNoise serves straight from the app finders.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    # API client secrets are 256-bit random strings: a keyed hash is as strong as a slow KDF for
+    # them and keeps the token endpoint fast (see integrations.hashers).
+    "integrations.hashers.ClientSecretHasher",
+]
+
+# --- Database ---------------------------------------------------------------------------------------
+
+# The launcher (`make run`, `make test`) exports DATABASE_URL, pointing at the embedded PostgreSQL
+# when none is configured; anything else run by hand must configure it.
+DATABASE_URL = env_str("DATABASE_URL", default="postgresql://postgres@127.0.0.1:5432/clinic")
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
+    )
+}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgresql://...).")
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", default="test_clinic")}
+
+# --- Redis: cache, Celery broker, rate limits -------------------------------------------------------
+
+# An empty REDIS_URL runs without Redis (development only): an in-process cache and rate limiter,
+# and Celery tasks executed in-process. The launcher sets it empty when no Redis answers.
+REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", default="clinic"),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL or env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True  # a task whose worker dies mid-run is redelivered
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    "purge-expired-idempotency-keys": {
+        "task": "integrations.tasks.purge_idempotency_records",
+        "schedule": 3600.0,
+    },
+    "purge-expired-access-tokens": {"task": "integrations.tasks.purge_expired_tokens", "schedule": 3600.0},
+}
+
+# --- API --------------------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["integrations.authentication.ApiClientAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "integrations.permissions.ClientControls",
+        "clinic.api.permissions.HasRequiredScope",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["clinic.api.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["clinic.api.parsers.JSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": [],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "clinic.api.errors.problem_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "COERCE_DECIMAL_TO_STRING": False,
+    "DATETIME_FORMAT": "iso-8601",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+API_PAGE_SIZE_DEFAULT = 20
+API_PAGE_SIZE_MAX = 100
+IDEMPOTENCY_KEY_TTL_SECONDS = 24 * 3600
+# A key still "in progress" after this long belongs to a request that died; it may be retried.
+IDEMPOTENCY_STALE_AFTER_SECONDS = env_int("IDEMPOTENCY_STALE_AFTER_SECONDS", 120, minimum=5)
+
+ACCESS_TOKEN_EXPIRE_SECONDS = env_int("ACCESS_TOKEN_EXPIRE_SECONDS", 3600, minimum=60, maximum=86400)
+API_CLIENT_DEFAULT_RATE_LIMIT = env_int("API_CLIENT_DEFAULT_RATE_LIMIT", 600, minimum=1)
+# Peers whose X-Forwarded-For is believed (load balancers, reverse proxies). Empty: trust nobody.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
+
+OAUTH2_PROVIDER_APPLICATION_MODEL = "integrations.ApiClient"
+OAUTH2_PROVIDER = {
+    "SCOPES_BACKEND_CLASS": "integrations.scopes.ApiClientScopes",
+    "OAUTH2_VALIDATOR_CLASS": "integrations.oauth.ApiClientValidator",
+    # Only the client-credentials grant (and revocation) exist: other grant types are unsupported_grant_type.
+    "OAUTH2_SERVER_CLASS": "oauthlib.oauth2.BackendApplicationServer",
+    "CLIENT_SECRET_HASHER": "client_secret_hmac",
+    "CLIENT_SECRET_GENERATOR_LENGTH": 48,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": ACCESS_TOKEN_EXPIRE_SECONDS,
+    # Per-client token lifetime; oauthlib calls this with the authenticated request.
+    "EXTRA_SERVER_KWARGS": {"token_expires_in": token_lifetime},
+    # Store only the SHA-256 checksum of access tokens (RFC 9700 section 4.14).
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    # Bearer tokens only in the Authorization header, never in a query string (RFC 9700 section 4.3.2).
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Clinic Management Integration API",
+    "DESCRIPTION": (
+        "Patients, appointments and billing across a network of clinic branches. "
+        "Authenticate with the OAuth 2.0 client-credentials grant at `POST /api/v1/auth/token`; "
+        "every operation names the one scope it requires. Errors are RFC 9457 problem details."
+    ),
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "clinic.api.schema.add_token_endpoints",
+    ],
+    "ENUM_NAME_OVERRIDES": {},
+}
+
+# --- Security ---------------------------------------------------------------------------------------
+
+FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", default="")
+if not FIELD_ENCRYPTION_KEY and not DEBUG:
+    raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY is required when DEBUG is off (a Fernet key).")
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXIES else None
+
+# --- Logging: one line per record, with the request id --------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "clinic.api.request_id.RequestIdLogFilter"}},
+    "formatters": {
+        "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # Django logs every 4xx as a warning with the path; our audit log records requests already.
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,29 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from clinic.api import meta_views
+from clinic.api.branch_views import BranchListView
+from clinic.api.errors import api_not_found
+from integrations.oauth import RevokeTokenView, TokenView
+
+api_v1 = [
+    path("auth/token", TokenView.as_view(), name="auth-token"),
+    path("auth/revoke", RevokeTokenView.as_view(), name="auth-revoke"),
+    path("branches", BranchListView.as_view(), name="branch-list"),
+    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("healthz", meta_views.healthz, name="healthz"),
+    path("readyz", meta_views.readyz, name="readyz"),
+    # Anything else under /api/ is a problem+json 404, whatever DEBUG says.
+    re_path(r"^api/", api_not_found),
+]
+
+handler404 = "clinic.api.errors.handler404"
+handler500 = "clinic.api.errors.handler500"

@@ -1,0 +1,65 @@
+"""The audit log: exactly one row per API request, refused ones and token exchanges included."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponseBase
+from django.utils import timezone
+
+from integrations.models import AuditLogEntry
+from integrations.network import client_ip
+
+logger = logging.getLogger("integrations.audit")
+API_PREFIX = "/api/"
+# The schema and docs pages are public documentation, not API operations on data.
+UNAUDITED_PREFIXES = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
+
+
+def _token_ref(request: HttpRequest) -> str:
+    """SHA-256 of the presented bearer token: the toolkit's checksum, never the token itself."""
+    token_ref = getattr(request, "audit_token_ref", "")
+    if token_ref:
+        return token_ref
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return hashlib.sha256(token.strip().encode()).hexdigest()
+    return ""
+
+
+class ApiAuditMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not request.path.startswith(API_PREFIX) or request.path.startswith(UNAUDITED_PREFIXES):
+            return self.get_response(request)
+        started_at, started = timezone.now(), time.perf_counter()
+        response = self.get_response(request)
+        decision = getattr(request, "rate_limit", None)
+        if decision is not None:
+            for name, value in decision.headers().items():
+                response[name] = value
+        client = getattr(request, "api_client", None)
+        resolver = getattr(request, "resolver_match", None)
+        try:
+            AuditLogEntry.objects.create(
+                created_at=started_at,
+                client=client if client is not None and client.pk else None,
+                token_ref=_token_ref(request),
+                ip=client_ip(request),
+                method=(request.method or "")[:10],
+                route=(resolver.route if resolver else "")[:200],
+                path=request.path[:500],
+                status=response.status_code,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                request_id=getattr(request, "request_id", ""),
+                patient_ids=getattr(request, "audit_patient_ids", []),
+                user_agent=request.headers.get("User-Agent", "")[:200],
+            )
+        except Exception:  # the response is already decided; losing it would not undo anything
+            logger.exception("Could not write the audit row for request %s", getattr(request, "request_id", "-"))
+        return response

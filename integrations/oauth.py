@@ -1,0 +1,128 @@
+"""The OAuth 2.0 token and revocation endpoints (client credentials only), on django-oauth-toolkit.
+
+Per-client controls apply to token exchanges too: after the client authenticated, a request from an
+address outside its allow-list is refused (403) and the exchange counts against its rate limit (429).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider import views as oauth_views
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauthlib.oauth2.rfc6749 import errors as oauth_errors
+
+from integrations import ratelimit
+from integrations.models import ApiClient
+from integrations.network import CLIENT_IP_META_KEY, client_ip
+
+TOKEN_CONTEXT_META_KEY = "CLINIC_TOKEN_CONTEXT"  # noqa: S105 - a request.META key, not a secret
+
+
+@dataclass
+class TokenRequestContext:
+    """Shared with the validator: oauthlib copies request.META shallowly, so this object is the same one."""
+
+    client: ApiClient | None = None
+    rate_limit: ratelimit.RateLimitDecision | None = None
+
+
+class AddressNotAllowed(oauth_errors.OAuth2Error):
+    error = "access_denied"
+    status_code = 403
+    description = "This client may not request tokens from this address."
+
+
+class RateLimitExceeded(oauth_errors.OAuth2Error):
+    error = "rate_limited"
+    status_code = 429
+    description = "Rate limit exceeded."
+
+    def __init__(self, decision: ratelimit.RateLimitDecision, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.decision = decision
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(self.decision.reset_seconds, 1)), **self.decision.headers()}
+
+
+class ApiClientValidator(OAuth2Validator):
+    def authenticate_client(self, request: Any, *args: Any, **kwargs: Any) -> bool:
+        authenticated = super().authenticate_client(request, *args, **kwargs)
+        context: TokenRequestContext | None = request.headers.get(TOKEN_CONTEXT_META_KEY)
+        client = request.client if isinstance(request.client, ApiClient) else None
+        if context is not None:
+            context.client = client  # recorded in the audit log even when the secret was wrong
+        if not authenticated or client is None:
+            return False
+        if not client.allows_address(request.headers.get(CLIENT_IP_META_KEY) or None):
+            raise AddressNotAllowed(request=request)
+        decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
+        if context is not None:
+            context.rate_limit = decision
+        if not decision.admitted:
+            raise RateLimitExceeded(decision, request=request)
+        return True
+
+
+# oauthlib leaves most errors without a description; integrators deserve a sentence (RFC 6749 5.2).
+_ERROR_DESCRIPTIONS = {
+    "invalid_client": "Client authentication failed: unknown client, wrong secret, or inactive client.",
+    "invalid_request": "The request is missing a required parameter or is malformed.",
+    "invalid_scope": "The requested scope is unknown or not allowed for this client.",
+    "unsupported_grant_type": "Only the client_credentials grant type is supported.",
+    "unauthorized_client": "This client may not use this grant type.",
+    "unsupported_token_type": "Only access tokens can be revoked.",
+}
+
+
+def _describe_error(response: HttpResponse) -> None:
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return
+    if isinstance(body, dict) and "error" in body and not body.get("error_description"):
+        body["error_description"] = _ERROR_DESCRIPTIONS.get(body["error"], "The request was refused.")
+        response.content = json.dumps(body).encode()
+
+
+class _ClientControlledEndpoint:
+    """Prepares the shared context before the toolkit runs, and finishes the response after."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        context = TokenRequestContext()
+        request.META[TOKEN_CONTEXT_META_KEY] = context
+        client_ip(request)  # resolved into request.META, where the validator reads it
+        response = super().post(request, *args, **kwargs)  # type: ignore[misc]
+        request.api_client = context.client  # type: ignore[attr-defined]
+        if context.rate_limit is not None:
+            for name, value in context.rate_limit.headers().items():
+                response[name] = value
+        if response.status_code >= 400:
+            _describe_error(response)
+        response["Cache-Control"] = "no-store"
+        response["Pragma"] = "no-cache"
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class TokenView(_ClientControlledEndpoint, oauth_views.TokenView):
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 200:
+            token = json.loads(response.content).get("access_token", "")
+            # The audit row names the issued token by the same checksum the toolkit stores.
+            request.audit_token_ref = hashlib.sha256(token.encode()).hexdigest()  # type: ignore[attr-defined]
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RevokeTokenView(_ClientControlledEndpoint, oauth_views.RevokeTokenView):
+    pass

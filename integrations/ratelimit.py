@@ -1,0 +1,100 @@
+"""Per-client request rate limit over a rolling minute, enforced atomically in Redis.
+
+A sliding log (one sorted-set member per admitted request) decides in a single Lua script, so any number
+of concurrent workers can never admit more than the limit within any 60-second window. Refused requests
+are not recorded, so a client that backs off recovers as its old requests age out. Without Redis
+(REDIS_URL empty, development only) an in-process log with a lock gives the same semantics for one
+process.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import redis
+from django.conf import settings
+
+WINDOW_SECONDS = 60
+
+# KEYS[1] log key; ARGV: limit, window (s), unique member. Returns {admitted, count, reset_ms}.
+_SLIDING_LOG = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[2]) * 1000
+local limit = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local admitted = 0
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  count = count + 1
+  admitted = 1
+end
+redis.call('PEXPIRE', KEYS[1], window)
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local reset = 0
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+return {admitted, count, reset}
+"""
+
+
+@dataclass(frozen=True)
+class RateLimitDecision:
+    admitted: bool
+    limit: int
+    remaining: int
+    reset_seconds: int  # until the oldest counted request leaves the window
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_seconds),
+        }
+
+
+@cache
+def _redis_script() -> Any:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return client.register_script(_SLIDING_LOG)
+
+
+_local_lock = threading.Lock()
+_local_logs: dict[str, deque[float]] = defaultdict(deque)
+
+
+def _local_hit(key: str, limit: int) -> tuple[bool, int, float]:
+    now = time.monotonic()
+    with _local_lock:
+        log = _local_logs[key]
+        while log and log[0] <= now - WINDOW_SECONDS:
+            log.popleft()
+        admitted = len(log) < limit
+        if admitted:
+            log.append(now)
+        reset_ms = (log[0] + WINDOW_SECONDS - now) * 1000 if log else 0
+        return admitted, len(log), reset_ms
+
+
+def hit(client_key: str, limit: int) -> RateLimitDecision:
+    """Count one request for the client if its limit allows, and say what the client may still send."""
+    key = f"{settings.CACHES['default'].get('KEY_PREFIX', 'clinic')}:ratelimit:{client_key}"
+    if settings.REDIS_URL:
+        member = f"{time.time_ns()}-{secrets.token_hex(4)}"
+        admitted_flag, count, reset_ms = _redis_script()(keys=[key], args=[limit, WINDOW_SECONDS, member])
+        admitted = bool(admitted_flag)
+    else:
+        admitted, count, reset_ms = _local_hit(key, limit)
+    return RateLimitDecision(
+        admitted=admitted,
+        limit=limit,
+        remaining=max(limit - int(count), 0),
+        reset_seconds=max(math.ceil(float(reset_ms) / 1000), 1 if not admitted else 0),
+    )

@@ -1,0 +1,64 @@
+"""Writes on API clients. Secrets are returned once to the caller and stored only hashed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from uuid import UUID
+
+from django.db import transaction
+from oauth2_provider.generators import generate_client_secret
+from oauth2_provider.models import get_access_token_model
+
+from integrations.models import ApiClient
+
+
+@transaction.atomic
+def api_client_create(
+    *,
+    name: str,
+    scopes: Iterable[str],
+    description: str = "",
+    branch_ids: Iterable[UUID] = (),
+    ip_allowlist: Iterable[str] = (),
+    rate_limit_per_minute: int | None = None,
+    token_lifetime_seconds: int | None = None,
+) -> tuple[ApiClient, str]:
+    """Create a client; returns it with its plaintext secret, which is not recoverable afterwards."""
+    secret = generate_client_secret()
+    client = ApiClient(
+        name=name,
+        description=description,
+        allowed_scopes=list(scopes),
+        ip_allowlist=list(ip_allowlist),
+        rate_limit_per_minute=rate_limit_per_minute,
+        token_lifetime_seconds=token_lifetime_seconds,
+        client_secret=secret,
+    )
+    client.full_clean(exclude=["client_secret"])
+    client.save()
+    client.branches.set(list(branch_ids))
+    return client, secret
+
+
+@transaction.atomic
+def api_client_rotate_secret(*, client: ApiClient) -> str:
+    """Issue a new secret; the old one stops working at once. Tokens already issued stay valid."""
+    secret = generate_client_secret()
+    client.client_secret = secret
+    client.save(update_fields=["client_secret", "updated"])
+    return secret
+
+
+@transaction.atomic
+def api_client_revoke_tokens(*, client: ApiClient) -> int:
+    deleted, _ = get_access_token_model().objects.filter(application=client).delete()
+    return deleted
+
+
+@transaction.atomic
+def api_client_set_active(*, client: ApiClient, active: bool) -> None:
+    """Deactivation takes effect on the next request (the toolkit checks it); tokens are also revoked."""
+    client.is_active = active
+    client.save(update_fields=["is_active", "updated"])
+    if not active:
+        api_client_revoke_tokens(client=client)

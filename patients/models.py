@@ -1,0 +1,1 @@
+"""Models of the patients app (built in its own issue)."""

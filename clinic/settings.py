@@ -1,11 +1,12 @@
 """Settings for the clinic service: one module, every deployment value from the environment.
 
 Values are read through the fail-loud helpers of clinic.env. An optional `.env` file in the checkout
-is loaded first (real environment variables win). See `.env.example` for every variable.
+is loaded first (real environment variables win; ENV_FILE names another file). See `.env.example`.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -16,7 +17,7 @@ from clinic.env import env_bool, env_int, env_list, env_networks, env_str
 from integrations.token_lifetime import token_lifetime
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-load_dotenv(BASE_DIR / ".env", override=False)
+load_dotenv(os.environ.get("ENV_FILE", BASE_DIR / ".env"), override=False)
 
 # --- Core -----------------------------------------------------------------------------------------
 

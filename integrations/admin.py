@@ -36,9 +36,13 @@ class LinesField(forms.CharField):
 
 
 class ApiClientForm(forms.ModelForm):
-    allowed_scopes = forms.MultipleChoiceField(choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple, required=False)
+    allowed_scopes = forms.MultipleChoiceField(
+        choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
+    )
     ip_allowlist = LinesField(
-        required=False, label="IP allow-list", help_text="One address or CIDR per line (IPv4 or IPv6). Empty: any address."
+        required=False,
+        label="IP allow-list",
+        help_text="One address or CIDR per line (IPv4 or IPv6). Empty: any address.",
     )
 
     class Meta:

@@ -38,11 +38,17 @@ def pagination_parameters() -> list[OpenApiParameter]:
         OpenApiParameter("page", OpenApiTypes.INT, description="Page number, >= 1 (default 1). Past the end: `[]`."),
         OpenApiParameter("per_page", OpenApiTypes.INT, description="Items per page, 1..100 (default 20)."),
         OpenApiParameter(
-            "X-Total-Count", OpenApiTypes.INT, location=OpenApiParameter.HEADER, response=[200],
+            "X-Total-Count",
+            OpenApiTypes.INT,
+            location=OpenApiParameter.HEADER,
+            response=[200],
             description="Number of matching items.",
         ),
         OpenApiParameter(
-            "Link", OpenApiTypes.STR, location=OpenApiParameter.HEADER, response=[200],
+            "Link",
+            OpenApiTypes.STR,
+            location=OpenApiParameter.HEADER,
+            response=[200],
             description='RFC 8288 links with rel="first", "prev", "next" and "last".',
         ),
     ]
@@ -83,7 +89,9 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "detail": "The request has invalid fields.",
         "code": "validation_error",
         "request_id": "5f0c2a4e9b7d4c1e8a3f6b2d1c0e9f8a",
-        "errors": [{"field": "per_page", "code": "max_value", "message": "Ensure this value is less than or equal to 100."}],
+        "errors": [
+            {"field": "per_page", "code": "max_value", "message": "Ensure this value is less than or equal to 100."}
+        ],
     },
 }
 
@@ -190,8 +198,14 @@ def _token_paths() -> dict[str, Any]:
                         "description": "`invalid_request`, `unsupported_grant_type` or `invalid_scope`.",
                         "content": error_content,
                     },
-                    "401": {"description": "`invalid_client`: unknown client or wrong secret.", "content": error_content},
-                    "403": {"description": "`access_denied`: address outside the client's allow-list.", "content": error_content},
+                    "401": {
+                        "description": "`invalid_client`: unknown client or wrong secret.",
+                        "content": error_content,
+                    },
+                    "403": {
+                        "description": "`access_denied`: address outside the client's allow-list.",
+                        "content": error_content,
+                    },
                     "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
                 },
             }
@@ -242,7 +256,9 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
             for status_code, response in responses.items():
                 if status_code.startswith("2"):
                     response.setdefault("headers", {}).update(_COMMON_RESPONSE_HEADERS)
-            scopes = [scope for requirement in operation.get("security", []) for scope in requirement.get(SECURITY_SCHEME, [])]
+            scopes = [
+                scope for requirement in operation.get("security", []) for scope in requirement.get(SECURITY_SCHEME, [])
+            ]
             if scopes:
                 operation["x-required-scope"] = scopes[0]
     result.setdefault("paths", {}).update(_token_paths())

@@ -45,7 +45,9 @@ class Command(BaseCommand):
                 token_lifetime_seconds=options["token_lifetime"],
             )
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())) from None
+            raise CommandError(
+                "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+            ) from None
         result = {
             "id": client.pk,
             "name": client.name,
@@ -61,7 +63,9 @@ class Command(BaseCommand):
         for key in ("client_id", "client_secret"):
             self.stdout.write(f"  {key}: {result[key]}")
         self.stdout.write(f"  scopes: {' '.join(client.allowed_scopes)}")
-        self.stdout.write(self.style.WARNING("Store the secret now: it is kept only as a hash and cannot be shown again."))
+        self.stdout.write(
+            self.style.WARNING("Store the secret now: it is kept only as a hash and cannot be shown again.")
+        )
 
     @staticmethod
     def _branch(ref: str) -> Branch:

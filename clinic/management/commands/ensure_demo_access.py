@@ -1,0 +1,52 @@
+"""Creates, once, an admin user and a demo API client, printing their credentials the only time they exist
+in clear. Used by `make run`; on later runs it says they exist and how to get new credentials."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from integrations.models import ApiClient
+from integrations.scopes import SCOPES
+from integrations.services import api_client_create
+
+DEMO_CLIENT_NAME = "Demo integrator"
+
+
+class Command(BaseCommand):
+    help = "Create the demo admin user and API client if missing, printing their credentials once."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        base = options["base_url"].rstrip("/")
+        users = get_user_model().objects
+        if not users.filter(is_superuser=True).exists():
+            password = secrets.token_urlsafe(12)
+            users.create_superuser("admin", "admin@example.com", password)
+            self.stdout.write(self.style.SUCCESS(f"Admin user created: admin / {password}   ({base}/admin/)"))
+        else:
+            self.stdout.write("Admin user exists (reset with: python manage.py changepassword admin).")
+        client = ApiClient.objects.filter(name=DEMO_CLIENT_NAME).first()
+        if client is None:
+            client, secret = api_client_create(
+                name=DEMO_CLIENT_NAME,
+                description="Created by make run for trying the API. Has every scope.",
+                scopes=list(SCOPES),
+            )
+            self.stdout.write(self.style.SUCCESS("Demo API client created (the secret is shown only now):"))
+            self.stdout.write(f"  client_id:     {client.client_id}")
+            self.stdout.write(f"  client_secret: {secret}")
+            self.stdout.write("  Try it:")
+            self.stdout.write(
+                f"    curl -s -u '{client.client_id}:{secret}' -d grant_type=client_credentials {base}/api/v1/auth/token"
+            )
+            self.stdout.write(f"    curl -s -H 'Authorization: Bearer <access_token>' {base}/api/v1/branches")
+        else:
+            self.stdout.write(
+                f"Demo API client exists (client_id {client.client_id}); rotate its secret in the admin to see a new one."
+            )

@@ -1,0 +1,100 @@
+"""python manage.py seed_demo [--json]: an idempotent demo dataset, and a manifest of what exists.
+
+Each domain issue extends this command with its own data (patients, schedules, appointments, invoices).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from clinic.models import Branch, Department, Doctor
+
+BRANCHES = [
+    {
+        "code": "BLR",
+        "name": "Bengaluru Central Clinic",
+        "state": "Karnataka",
+        "gstin": "29AABCC1234D1Z5",
+        "city": "Bengaluru",
+        "pincode": "560001",
+        "address_line1": "12 MG Road",
+        "time_zone": "Asia/Kolkata",
+        "cancellation_window_minutes": 120,
+    },
+    {
+        "code": "MUM",
+        "name": "Mumbai Andheri Hospital",
+        "state": "Maharashtra",
+        "gstin": "27AABCC1234D1Z9",
+        "city": "Mumbai",
+        "pincode": "400053",
+        "address_line1": "4 Link Road, Andheri West",
+        "time_zone": "Asia/Kolkata",
+        "cancellation_window_minutes": 30,
+    },
+]
+DEPARTMENTS = ["General Medicine", "Cardiology", "Paediatrics", "Orthopaedics", "Dermatology"]
+DOCTORS = [
+    {"name": "Dr. Ananya Rao", "department": "General Medicine", "branches": ["BLR", "MUM"], "slot": 15},
+    {"name": "Dr. Vikram Mehta", "department": "Cardiology", "branches": ["BLR"], "slot": 20},
+    {"name": "Dr. Priya Nair", "department": "Paediatrics", "branches": ["MUM"], "slot": 15},
+    {"name": "Dr. Arjun Iyer", "department": "Orthopaedics", "branches": ["BLR"], "slot": 30},
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo dataset if missing (idempotent) and print a manifest of it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="Print the manifest as one JSON object.")
+
+    @transaction.atomic
+    def handle(self, *args: Any, **options: Any) -> None:
+        branches = {}
+        for spec in BRANCHES:
+            branch, _ = Branch.objects.get_or_create(code=spec["code"], defaults=spec)
+            branches[branch.code] = branch
+        departments = {name: Department.objects.get_or_create(name=name)[0] for name in DEPARTMENTS}
+        doctors = []
+        for spec in DOCTORS:
+            doctor, created = Doctor.objects.get_or_create(
+                name=spec["name"],
+                defaults={"department": departments[spec["department"]], "default_slot_minutes": spec["slot"]},
+            )
+            if created:
+                doctor.branches.set([branches[code] for code in spec["branches"]])
+            doctors.append(doctor)
+        manifest = {
+            "branches": [
+                {
+                    "id": str(b.id),
+                    "code": b.code,
+                    "state": b.state,
+                    "cancellation_window_minutes": b.cancellation_window_minutes,
+                }
+                for b in branches.values()
+            ],
+            "departments": [{"id": str(d.id), "name": d.name} for d in departments.values()],
+            "doctors": [
+                {
+                    "id": str(d.id),
+                    "name": d.name,
+                    "department": d.department.name,
+                    "branches": sorted(b.code for b in d.branches.all()),
+                }
+                for d in doctors
+            ],
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(manifest))
+            return
+        self.stdout.write("Demo data:")
+        for key, items in manifest.items():
+            self.stdout.write(f"  {key}: {len(items)}")
+            for item in items:
+                label = item.get("code") or item.get("name")
+                self.stdout.write(f"    {item['id']}  {label}")

@@ -1,0 +1,67 @@
+"""factory-boy factories for the organisation and API clients."""
+
+from __future__ import annotations
+
+import factory
+from oauth2_provider.generators import generate_client_secret
+
+from clinic.models import Branch, Department, Doctor
+from integrations.models import ApiClient
+
+
+class BranchFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Branch
+        django_get_or_create = ("code",)
+
+    code = factory.Sequence(lambda n: f"B{n:03d}")
+    name = factory.LazyAttribute(lambda o: f"Branch {o.code}")
+    state = "Karnataka"
+    time_zone = "Asia/Kolkata"
+    cancellation_window_minutes = 60
+
+
+class DepartmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Department
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"Department {n}")
+
+
+class DoctorFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Doctor
+
+    name = factory.Sequence(lambda n: f"Dr. Test {n}")
+    department = factory.SubFactory(DepartmentFactory)
+    default_slot_minutes = 15
+
+    @factory.post_generation
+    def branches(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+        if create and extracted:
+            self.branches.set(extracted)
+
+
+class ApiClientFactory(factory.django.DjangoModelFactory):
+    """Builds a client and keeps its plaintext secret on `.secret` (the database only has the hash)."""
+
+    class Meta:
+        model = ApiClient
+        skip_postgeneration_save = True
+
+    name = factory.Sequence(lambda n: f"Client {n}")
+    allowed_scopes = factory.LazyFunction(lambda: ["appointments:read"])
+    client_secret = factory.LazyFunction(generate_client_secret)
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):  # type: ignore[no-untyped-def]
+        secret = kwargs["client_secret"]
+        client = super()._create(model_class, *args, **kwargs)
+        client.secret = secret
+        return client
+
+    @factory.post_generation
+    def branches(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+        if create and extracted:
+            self.branches.set(extracted)

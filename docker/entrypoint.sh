@@ -1,0 +1,24 @@
+#!/bin/sh
+# Roles: web (migrates, then gunicorn), worker (Celery worker), beat (Celery beat), or any command.
+set -e
+case "$1" in
+  web)
+    python manage.py migrate --no-input
+    exec gunicorn clinic.wsgi:application \
+      --bind 0.0.0.0:8000 \
+      --workers "${GUNICORN_WORKERS:-4}" \
+      --threads "${GUNICORN_THREADS:-2}" \
+      --timeout 30 \
+      --access-logfile - \
+      --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}"
+    ;;
+  worker)
+    exec celery -A clinic worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
+    ;;
+  beat)
+    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}" --schedule /tmp/celerybeat-schedule
+    ;;
+  *)
+    exec "$@"
+    ;;
+esac

@@ -48,8 +48,13 @@ def ensure_env_file() -> None:
 
 def embedded_database_url() -> tuple[str, Any]:
     """Start (or reuse) the embedded PostgreSQL and make sure the application database exists."""
-    import pgserver
+    import warnings
+
     import psycopg
+
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); its /tmp fallback is fine.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+    import pgserver
 
     PGDATA.mkdir(exist_ok=True)
     server = pgserver.get_server(PGDATA, cleanup_mode="stop")

@@ -7,6 +7,7 @@ is loaded first (real environment variables win; ENV_FILE names another file). S
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -100,8 +101,10 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-# Without collectstatic (development, tests) WhiteNoise serves straight from the app finders.
+# Without collectstatic (development, tests) WhiteNoise serves straight from the app finders, and
+# would warn at every start that STATIC_ROOT does not exist yet.
 WHITENOISE_USE_FINDERS = True
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -189,6 +192,11 @@ API_PAGE_SIZE_MAX = 100
 IDEMPOTENCY_KEY_TTL_SECONDS = 24 * 3600
 # A key still "in progress" after this long belongs to a request that died; it may be retried.
 IDEMPOTENCY_STALE_AFTER_SECONDS = env_int("IDEMPOTENCY_STALE_AFTER_SECONDS", 120, minimum=5)
+
+# Business identifier of patients, from a PostgreSQL sequence (never reused): PAT-000001.
+PATIENT_ID_FORMAT = env_str("PATIENT_ID_FORMAT", default="PAT-{number:06d}")
+# Region assumed for phone numbers sent without a country prefix.
+PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", default="IN")
 
 ACCESS_TOKEN_EXPIRE_SECONDS = env_int("ACCESS_TOKEN_EXPIRE_SECONDS", 3600, minimum=60, maximum=86400)
 API_CLIENT_DEFAULT_RATE_LIMIT = env_int("API_CLIENT_DEFAULT_RATE_LIMIT", 600, minimum=1)

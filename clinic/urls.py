@@ -14,6 +14,7 @@ api_v1 = [
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
+    path("", include("patients.api.urls")),
 ]
 
 urlpatterns = [

@@ -1,1 +1,212 @@
-"""Models of the patients app (built in its own issue)."""
+"""Patients, their identifiers and insurance, clinical summary (diagnoses, allergies, medications) and visits."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.db import models
+from django.db.models import Value
+from django.db.models.functions import Replace, Upper
+
+from clinic.models import Branch, Department, Doctor, TimeStampedModel
+
+
+class Patient(models.Model):
+    """A person registered at a branch. `patient_id` is the business identifier, never reused."""
+
+    class Gender(models.TextChoices):
+        MALE = "male"
+        FEMALE = "female"
+        OTHER = "other"
+        UNKNOWN = "unknown"
+
+    class BloodGroup(models.TextChoices):
+        A_POS = "A+"
+        A_NEG = "A-"
+        B_POS = "B+"
+        B_NEG = "B-"
+        AB_POS = "AB+"
+        AB_NEG = "AB-"
+        O_POS = "O+"
+        O_NEG = "O-"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient_id = models.CharField(max_length=32, unique=True, editable=False)
+    first_name = models.CharField(max_length=100)
+    last_name = models.CharField(max_length=100)
+    # "first last" in lower case, kept by the model for the trigram index of fuzzy name search.
+    search_name = models.CharField(max_length=201, editable=False)
+    date_of_birth = models.DateField()
+    gender = models.CharField(max_length=10, choices=Gender.choices)
+    phone = models.CharField(max_length=16, help_text="E.164, e.g. +919876543210")
+    # Digits of the phone reversed, so "ends with these digits" is a B-tree prefix search.
+    phone_digits_reversed = models.CharField(max_length=16, editable=False)
+    email = models.EmailField(blank=True)
+    address_line1 = models.CharField(max_length=200, blank=True)
+    address_city = models.CharField(max_length=100, blank=True)
+    address_state = models.CharField(max_length=100, blank=True)
+    address_pincode = models.CharField(max_length=6, blank=True)
+    blood_group = models.CharField(max_length=3, choices=BloodGroup.choices, blank=True)
+    registration_branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="patients")
+    national_health_id = models.CharField(
+        "ABHA number", max_length=14, null=True, blank=True, unique=True, help_text="14 digits, stored without hyphens."
+    )
+    national_id_encrypted = models.TextField(blank=True, editable=False)
+    national_id_hash = models.CharField(max_length=64, blank=True, editable=False, db_index=True)
+    national_id_last4 = models.CharField(max_length=4, blank=True, editable=False)
+    is_active = models.BooleanField(
+        default=True, help_text="Inactive (merged or erroneous) records are not duplicates."
+    )
+    registered_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-registered_at", "id"]
+        indexes = [
+            GinIndex(OpClass("search_name", name="gin_trgm_ops"), name="patient_name_trgm"),
+            models.Index(OpClass("phone_digits_reversed", name="text_pattern_ops"), name="patient_phone_tail"),
+            models.Index(fields=["phone", "date_of_birth"], name="patient_phone_dob"),
+            models.Index(fields=["registration_branch", "-registered_at"], name="patient_branch_registered"),
+            # patient_id is matched ignoring case and hyphens (see selectors.patient_id_key).
+            models.Index(Upper(Replace("patient_id", Value("-"), Value(""))), name="patient_id_normalised"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(date_of_birth__gte=date(1900, 1, 1)), name="patient_dob_after_1900"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(national_health_id__regex=r"^\d{14}$"), name="patient_abha_14_digits"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(gender__in=["male", "female", "other", "unknown"]), name="patient_gender_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.patient_id} · {self.name}"
+
+    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.search_name = f"{self.first_name} {self.last_name}".lower().strip()
+        self.phone_digits_reversed = "".join(ch for ch in self.phone if ch.isdigit())[::-1]
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None:
+            kwargs["update_fields"] = {*update_fields, "search_name", "phone_digits_reversed"}
+        super().save(*args, **kwargs)
+
+    @property
+    def name(self) -> str:
+        return f"{self.first_name} {self.last_name}"
+
+    @property
+    def national_id_masked(self) -> str | None:
+        return f"XXXX-XXXX-{self.national_id_last4}" if self.national_id_last4 else None
+
+    def age_on(self, day: date) -> int:
+        dob = self.date_of_birth
+        return day.year - dob.year - ((day.month, day.day) < (dob.month, dob.day))
+
+
+class Insurance(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="insurance")
+    provider = models.CharField(max_length=100)
+    policy_number = models.CharField(max_length=50)
+    valid_until = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["provider", "id"]
+        verbose_name_plural = "insurance"
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.policy_number}"
+
+
+class Diagnosis(TimeStampedModel):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        RESOLVED = "resolved"
+        INACTIVE = "inactive"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="diagnoses")
+    code = models.CharField(max_length=20, help_text="e.g. E11.9")
+    system = models.CharField(max_length=20, default="ICD-10")
+    description = models.CharField(max_length=255)
+    onset_date = models.DateField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+
+    class Meta:
+        ordering = ["-onset_date", "id"]
+        verbose_name_plural = "diagnoses"
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.description}"
+
+
+class Allergy(TimeStampedModel):
+    class Severity(models.TextChoices):
+        MILD = "mild"
+        MODERATE = "moderate"
+        SEVERE = "severe"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="allergies")
+    substance = models.CharField(max_length=100)
+    reaction = models.CharField(max_length=255, blank=True)
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+
+    class Meta:
+        ordering = ["substance", "id"]
+        verbose_name_plural = "allergies"
+
+    def __str__(self) -> str:
+        return self.substance
+
+
+class Medication(TimeStampedModel):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="medications")
+    name = models.CharField(max_length=100)
+    dosage = models.CharField(max_length=50, blank=True)
+    frequency = models.CharField(max_length=50, blank=True)
+    start_date = models.DateField(null=True, blank=True)
+    end_date = models.DateField(null=True, blank=True, help_text="Empty while the patient still takes it.")
+
+    class Meta:
+        ordering = ["-start_date", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Visit(TimeStampedModel):
+    """An outpatient consultation or inpatient stay; completing an appointment adds an outpatient visit."""
+
+    class Type(models.TextChoices):
+        OUTPATIENT = "outpatient"
+        INPATIENT = "inpatient"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="visits")
+    type = models.CharField(max_length=10, choices=Type.choices)
+    doctor = models.ForeignKey(Doctor, on_delete=models.PROTECT, null=True, blank=True, related_name="visits")
+    department = models.ForeignKey(Department, on_delete=models.PROTECT, null=True, blank=True, related_name="visits")
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="visits")
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-start", "id"]
+        indexes = [models.Index(fields=["patient", "-start"], name="visit_patient_start")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(end__isnull=True) | models.Q(end__gte=models.F("start")),
+                name="visit_end_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.start:%Y-%m-%d}"

@@ -1,0 +1,112 @@
+"""Staff enter clinical data here: diagnoses, allergies, medications, inpatient stays and visits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db import connection
+from django.http import HttpRequest
+
+from clinic import crypto
+from patients.identifiers import format_patient_id, normalise_aadhaar, normalise_phone
+from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
+from patients.services import PATIENT_NUMBER_SEQUENCE
+
+
+class InsuranceInline(admin.TabularInline):
+    model = Insurance
+    extra = 0
+
+
+class DiagnosisInline(admin.TabularInline):
+    model = Diagnosis
+    extra = 0
+
+
+class AllergyInline(admin.TabularInline):
+    model = Allergy
+    extra = 0
+
+
+class MedicationInline(admin.TabularInline):
+    model = Medication
+    extra = 0
+
+
+class VisitInline(admin.TabularInline):
+    model = Visit
+    extra = 0
+    autocomplete_fields = ["doctor"]
+    fields = ["type", "start", "end", "branch", "doctor", "department", "reason"]
+    ordering = ["-start"]
+
+
+class PatientAdminForm(forms.ModelForm):
+    national_id = forms.CharField(
+        required=False, label="National ID (Aadhaar)", help_text="Leave empty to keep the stored one; it is never shown."
+    )
+
+    class Meta:
+        model = Patient
+        fields = "__all__"
+
+    def clean_phone(self) -> str:
+        try:
+            return normalise_phone(self.cleaned_data["phone"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_national_id(self) -> str:
+        value = self.cleaned_data.get("national_id") or ""
+        if not value:
+            return ""
+        try:
+            return normalise_aadhaar(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(Patient)
+class PatientAdmin(admin.ModelAdmin):
+    form = PatientAdminForm
+    list_display = ["patient_id", "first_name", "last_name", "phone", "date_of_birth", "registration_branch", "registered_at"]
+    list_filter = ["registration_branch", "gender", "is_active"]
+    list_select_related = ["registration_branch"]
+    search_fields = ["patient_id", "first_name", "last_name", "phone", "national_health_id"]
+    readonly_fields = ["patient_id", "national_id_masked", "registered_at", "updated_at"]
+    inlines = [InsuranceInline, DiagnosisInline, AllergyInline, MedicationInline, VisitInline]
+    show_full_result_count = False
+    fieldsets = [
+        (None, {"fields": ["patient_id", "first_name", "last_name", "date_of_birth", "gender", "blood_group", "is_active"]}),
+        ("Contact", {"fields": ["phone", "email", "address_line1", "address_city", "address_state", "address_pincode"]}),
+        ("Identifiers", {"fields": ["registration_branch", "national_health_id", "national_id", "national_id_masked"]}),
+        ("History", {"fields": ["registered_at", "updated_at"]}),
+    ]
+
+    @admin.display(description="national ID")
+    def national_id_masked(self, obj: Patient) -> str:
+        return obj.national_id_masked or "-"
+
+    def save_model(self, request: HttpRequest, obj: Patient, form: Any, change: bool) -> None:
+        national_id = form.cleaned_data.get("national_id")
+        if national_id:
+            obj.national_id_encrypted = crypto.encrypt(national_id)
+            obj.national_id_hash = crypto.lookup_hash(national_id)
+            obj.national_id_last4 = national_id[-4:]
+        if not change:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT nextval(%s)", [PATIENT_NUMBER_SEQUENCE])
+                obj.patient_id = format_patient_id(cursor.fetchone()[0])
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Visit)
+class VisitAdmin(admin.ModelAdmin):
+    list_display = ["patient", "type", "start", "end", "branch", "doctor", "department"]
+    list_filter = ["type", "branch", "department"]
+    list_select_related = ["patient", "branch", "doctor", "department"]
+    raw_id_fields = ["patient"]
+    autocomplete_fields = ["doctor"]
+    date_hierarchy = "start"

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from patients.api.views import PatientDetailView, PatientListCreateView
+
+urlpatterns = [
+    path("patients", PatientListCreateView.as_view(), name="patient-list"),
+    path("patients/<str:ref>", PatientDetailView.as_view(), name="patient-detail"),
+]

@@ -1,0 +1,138 @@
+"""GET/POST /api/v1/patients and GET/PATCH /api/v1/patients/{id}."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from clinic.api.errors import register_problem
+from clinic.api.pagination import HeaderPagination
+from clinic.api.schema import pagination_parameters
+from clinic.api.views import ClinicAPIView
+from patients import selectors, services
+from patients.api import schema
+from patients.api.serializers import PatientListParams, PatientWriteSerializer, patient_profile, patient_summary
+
+register_problem(
+    "duplicate_patient",
+    409,
+    "Duplicate patient",
+    "An active patient has the same phone and date of birth; see existing_patient_id and existing_id.",
+)
+
+_REF = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Patient UUID or patient_id (PAT-000123).")
+
+
+class PatientListCreateView(ClinicAPIView):
+    required_scopes = {"GET": "patients:read", "POST": "patients:write"}
+
+    @extend_schema(
+        operation_id="patients_list",
+        summary="List or search patients",
+        description=(
+            "Most recently registered first; with `search`, best match first. `search` (2+ characters) matches "
+            "names fuzzily (misspellings, swapped first/last names, partial names), phone digits with or "
+            "without the country prefix or a 4+ digit tail, and `patient_id` or the ABHA number exactly "
+            "(case and hyphens ignored). Scope: `patients:read`."
+        ),
+        parameters=[
+            *pagination_parameters(),
+            OpenApiParameter("search", str, description="Name, phone digits, patient_id or ABHA number."),
+            OpenApiParameter("branch_id", str, description="Only patients registered at this branch (UUID)."),
+            OpenApiParameter(
+                "registered_after", str, description="Only patients registered after this date (YYYY-MM-DD)."
+            ),
+        ],
+        responses={200: OpenApiResponse(schema.PatientSummaryListSchema, description="A bare JSON array.")},
+        examples=[schema.SUMMARY_EXAMPLE],
+    )
+    def get(self, request: Request) -> Response:
+        pagination = HeaderPagination(request)
+        params = PatientListParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        patients = selectors.patient_list(client=request.auth.application, **params.validated_data)
+        page = pagination.paginate(patients.select_related("registration_branch"))
+        self.audit_patients(patient.id for patient in page)
+        today = timezone.localdate()
+        return pagination.response([patient_summary(patient, today) for patient in page])
+
+    @extend_schema(
+        operation_id="patients_create",
+        summary="Register a patient",
+        description=(
+            "Required: first_name, last_name (1-100 characters), date_of_birth (1900-01-01..today), gender "
+            "(male, female, other, unknown), phone (with country prefix; stored E.164). `branch_id` defaults to "
+            "the client's only branch. `national_health_id`: 14-digit ABHA number (hyphens allowed); "
+            "`national_id`: 12-digit Aadhaar number, stored encrypted and only ever returned masked. "
+            "409 `duplicate_patient` when an active patient has the same phone and date of birth. "
+            "Honours `Idempotency-Key`. Scope: `patients:write`."
+        ),
+        request=PatientWriteSerializer,
+        responses={
+            201: OpenApiResponse(schema.PatientProfileSchema, description="The new patient's profile."),
+            409: OpenApiResponse(description="`duplicate_patient`, with existing_patient_id and existing_id."),
+        },
+        examples=[schema.CREATE_EXAMPLE, schema.PROFILE_EXAMPLE, schema.DUPLICATE_EXAMPLE],
+    )
+    def post(self, request: Request) -> Response:
+        client = request.auth.application
+        body = PatientWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        branch = selectors.registration_branch_resolve(client=client, branch_id=body.validated_data.get("branch_id"))
+        patient = services.patient_create(branch=branch, data=body.validated_data)
+        self.audit_patients([patient.id])
+        profile = selectors.patient_profile(client=client, ref=str(patient.id))
+        return Response(
+            patient_profile(profile, timezone.localdate()),
+            status=201,
+            headers={"Location": f"/api/v1/patients/{patient.id}"},
+        )
+
+
+class PatientDetailView(ClinicAPIView):
+    required_scopes = {"GET": "patients:read", "PATCH": "patients:write"}
+
+    @extend_schema(
+        operation_id="patients_retrieve",
+        summary="Get a patient's profile",
+        description="Demographics, identifiers (national ID masked), medical summary and visit history. Scope: `patients:read`.",
+        parameters=[_REF],
+        responses={200: schema.PatientProfileSchema},
+        examples=[schema.PROFILE_EXAMPLE],
+    )
+    def get(self, request: Request, ref: str) -> Response:
+        patient = selectors.patient_profile(client=request.auth.application, ref=ref)
+        self.audit_patients([patient.id])
+        return Response(patient_profile(patient, timezone.localdate()))
+
+    @extend_schema(
+        operation_id="patients_partial_update",
+        summary="Update a patient",
+        description=(
+            "Any subset of the create fields; fields not sent stay unchanged (within `address` too); "
+            "`insurance`, when sent, replaces the list. Same validation as create; the duplicate rule applies "
+            "when phone or date of birth change. Honours `Idempotency-Key`. Scope: `patients:write`."
+        ),
+        parameters=[_REF],
+        request=PatientWriteSerializer,
+        responses={
+            200: schema.PatientProfileSchema,
+            409: OpenApiResponse(description="`duplicate_patient`."),
+        },
+        examples=[schema.PROFILE_EXAMPLE],
+    )
+    def patch(self, request: Request, ref: str) -> Response:
+        client = request.auth.application
+        patient = selectors.patient_get(client=client, ref=ref)
+        self.audit_patients([patient.id])
+        body = PatientWriteSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        if "branch_id" in data:
+            data["branch"] = selectors.registration_branch_resolve(client=client, branch_id=data.pop("branch_id"))
+        services.patient_update(patient=patient, data=data)
+        return Response(
+            patient_profile(selectors.patient_profile(client=client, ref=str(patient.id)), timezone.localdate())
+        )

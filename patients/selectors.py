@@ -1,0 +1,136 @@
+"""Reads of patients, always through the calling client's branch restriction.
+
+Search (CONTRACT section 5) combines index-backed matches, OR-ed so PostgreSQL can use a bitmap of
+each index: trigram similarity and word similarity on the lower-cased full name (GIN gin_trgm_ops, via
+the `%` and `%>` operators: misspellings, swapped first/last names, partial names), a prefix of the
+reversed phone digits (B-tree: the number with or without country prefix, or a 4+ digit tail), and
+exact normalised patient_id and ABHA number. Ranking: identifier matches, then phone matches, then
+the best of the two similarities; similarity() is only used to order, never to filter.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import date
+
+from django.contrib.postgres.search import TrigramSimilarity, TrigramWordSimilarity
+from django.db.models import Case, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Greatest, Replace, Upper
+from django.utils import timezone
+
+from clinic.errors import FieldError, NotFound
+from clinic.models import Branch
+from clinic.selectors import client_branch_ids
+from integrations.models import ApiClient
+from patients.identifiers import normalise_patient_ref
+from patients.models import Diagnosis, Medication, Patient, Visit
+
+MIN_SEARCH_LENGTH = 2
+MIN_PHONE_TAIL = 4
+
+
+def visible_patients(client: ApiClient) -> QuerySet[Patient]:
+    """The one access chokepoint: a branch-restricted client sees patients registered at its branches."""
+    patients = Patient.objects.all()
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        patients = patients.filter(registration_branch_id__in=allowed)
+    return patients
+
+
+def patient_get(*, client: ApiClient, ref: str, for_update: bool = False) -> Patient:
+    """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle)."""
+    patients = visible_patients(client)
+    try:
+        lookup = Q(id=uuid.UUID(ref))
+    except ValueError:
+        lookup = Q(patient_id_key=normalise_patient_ref(ref))
+        patients = patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
+    patient = patients.filter(lookup).first()
+    if patient is None:
+        raise NotFound(f"No patient {ref!r}.")
+    return patient
+
+
+def patient_profile(*, client: ApiClient, ref: str) -> Patient:
+    """A patient with everything the profile shows, in a fixed number of queries (6)."""
+    patient = patient_get(client=client, ref=ref)
+    return (
+        Patient.objects.select_related("registration_branch")
+        .prefetch_related(
+            "insurance",
+            Prefetch("diagnoses", queryset=Diagnosis.objects.filter(status=Diagnosis.Status.ACTIVE)),
+            "allergies",
+            Prefetch(
+                "medications",
+                queryset=Medication.objects.filter(Q(end_date__isnull=True) | Q(end_date__gte=timezone.localdate())),
+            ),
+            Prefetch("visits", queryset=Visit.objects.select_related("doctor", "department", "branch")),
+        )
+        .get(pk=patient.pk)
+    )
+
+
+def _last_visit_date() -> Subquery:
+    return Subquery(Visit.objects.filter(patient=OuterRef("pk")).order_by("-start").values("start")[:1])
+
+
+def patient_list(
+    *,
+    client: ApiClient,
+    search: str | None = None,
+    branch_id: uuid.UUID | None = None,
+    registered_after: date | None = None,
+) -> QuerySet[Patient]:
+    patients = visible_patients(client).annotate(last_visit_at=_last_visit_date())
+    if branch_id is not None:
+        patients = patients.filter(registration_branch_id=branch_id)
+    if registered_after is not None:
+        patients = patients.filter(registered_at__date__gt=registered_after)
+    if search:
+        return _search(patients, search)
+    return patients.order_by("-registered_at", "id")
+
+
+def _search(patients: QuerySet[Patient], raw: str) -> QuerySet[Patient]:
+    text = " ".join(raw.lower().split())
+    digits = re.sub(r"\D", "", raw).lstrip("0")
+    identifier = normalise_patient_ref(raw)
+    matches = Q(search_name__trigram_similar=text) | Q(search_name__trigram_word_similar=text)
+    phone_match: Q | None = None
+    if len(digits) >= MIN_PHONE_TAIL:
+        phone_match = Q(phone_digits_reversed__startswith=digits[::-1])
+        matches |= phone_match
+    id_match = Q(patient_id_key=identifier)
+    if identifier.isdigit() and len(identifier) == 14:
+        id_match |= Q(national_health_id=identifier)
+    matches |= id_match
+    ranked = (
+        patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
+        .filter(matches)
+        .annotate(
+            match_tier=Case(
+                When(id_match, then=Value(0)),
+                *([When(phone_match, then=Value(1))] if phone_match is not None else []),
+                default=Value(2),
+                output_field=IntegerField(),
+            ),
+            score=Greatest(TrigramSimilarity("search_name", text), TrigramWordSimilarity(text, "search_name")),
+        )
+    )
+    return ranked.order_by("match_tier", F("score").desc(), "-registered_at", "id")
+
+
+def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:
+    """The branch a client registers a patient at: the one named (must be visible to the client and
+    active), or the client's only branch. A missing or invisible branch is a 400 on `branch_id`."""
+    allowed = client_branch_ids(client)
+    if branch_id is None:
+        if allowed is not None and len(allowed) == 1:
+            return Branch.objects.get(id=next(iter(allowed)))
+        raise FieldError({"branch_id": "Required: this client may register patients at more than one branch."})
+    branch = Branch.objects.filter(id=branch_id, is_active=True).first()
+    if branch is None or (allowed is not None and branch.id not in allowed):
+        raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
+    return branch

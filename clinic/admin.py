@@ -21,7 +21,7 @@ class DepartmentAdmin(admin.ModelAdmin):
     list_display = ["name", "doctor_count"]
     search_fields = ["name"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request):
         return super().get_queryset(request).annotate(doctor_total=Count("doctors"))
 
     @admin.display(description="doctors", ordering="doctor_total")
@@ -38,7 +38,7 @@ class DoctorAdmin(admin.ModelAdmin):
     filter_horizontal = ["branches"]
     autocomplete_fields = ["department"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("branches")
 
     @admin.display(description="branches")

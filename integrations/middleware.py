@@ -10,13 +10,27 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
+from clinic.api.errors import api_not_found
 from integrations.models import AuditLogEntry
 from integrations.network import client_ip
 
 logger = logging.getLogger("integrations.audit")
 API_PREFIX = "/api/"
 # The schema and docs pages are public documentation, not API operations on data.
-UNAUDITED_PREFIXES = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
+UNAUDITED_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
+
+
+def _audited(path: str) -> bool:
+    # Whole path segments only: /api/v1/schemas is an unknown API route (a 404 to audit), not the schema.
+    return path.startswith(API_PREFIX) and not any(path == p or path.startswith(p + "/") for p in UNAUDITED_PATHS)
+
+
+def _route(request: HttpRequest) -> str:
+    resolver = getattr(request, "resolver_match", None)
+    # The catch-all that answers unknown /api/ paths with a 404 is no route of the API.
+    if resolver is None or resolver.func is api_not_found:
+        return ""
+    return resolver.route[:200]
 
 
 def _token_ref(request: HttpRequest) -> str:
@@ -35,7 +49,7 @@ class ApiAuditMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if not request.path.startswith(API_PREFIX) or request.path.startswith(UNAUDITED_PREFIXES):
+        if not _audited(request.path):
             return self.get_response(request)
         started_at, started = timezone.now(), time.perf_counter()
         response = self.get_response(request)
@@ -44,7 +58,6 @@ class ApiAuditMiddleware:
             for name, value in decision.headers().items():
                 response[name] = value
         client = getattr(request, "api_client", None)
-        resolver = getattr(request, "resolver_match", None)
         try:
             AuditLogEntry.objects.create(
                 created_at=started_at,
@@ -52,7 +65,7 @@ class ApiAuditMiddleware:
                 token_ref=_token_ref(request),
                 ip=client_ip(request),
                 method=(request.method or "")[:10],
-                route=(resolver.route if resolver else "")[:200],
+                route=_route(request),
                 path=request.path[:500],
                 status=response.status_code,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),

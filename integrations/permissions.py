@@ -27,8 +27,12 @@ class ClientControls(BasePermission):
         client = token.application
         if not client.allows_address(client_ip(request._request)):
             raise IpNotAllowed()
-        decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
-        request._request.rate_limit = decision  # type: ignore[attr-defined]
+        # DRF checks permissions again within one request (OPTIONS asks them for POST/PUT on a clone):
+        # one request is one hit, so a decision already taken for it stands.
+        decision = getattr(request._request, "rate_limit", None)
+        if decision is None:
+            decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
+            request._request.rate_limit = decision  # type: ignore[attr-defined]
         if not decision.admitted:
             raise exceptions.Throttled(wait=decision.reset_seconds)
         return True

@@ -38,7 +38,7 @@ class DoctorFactory(factory.django.DjangoModelFactory):
     default_slot_minutes = 15
 
     @factory.post_generation
-    def branches(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+    def branches(self, create, extracted, **kwargs):
         if create and extracted:
             self.branches.set(extracted)
 
@@ -55,13 +55,13 @@ class ApiClientFactory(factory.django.DjangoModelFactory):
     client_secret = factory.LazyFunction(generate_client_secret)
 
     @classmethod
-    def _create(cls, model_class, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def _create(cls, model_class, *args, **kwargs):
         secret = kwargs["client_secret"]
         client = super()._create(model_class, *args, **kwargs)
         client.secret = secret
         return client
 
     @factory.post_generation
-    def branches(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]
+    def branches(self, create, extracted, **kwargs):
         if create and extracted:
             self.branches.set(extracted)

@@ -1,0 +1,144 @@
+"""Shared benchmark plumbing: a prepared database, a benchmark API client, gunicorn as production runs
+it, and latency measurement at concurrency 1 over one keep-alive connection."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(ROOT))
+
+from clinic.launch import manage, prepare_environment  # noqa: E402
+
+
+def prepare(database: str | None = None) -> Any:
+    """Environment as `make run` (DATABASE_URL or embedded PostgreSQL, Redis), optionally another DB name."""
+    server = prepare_environment(redis_default="redis://127.0.0.1:6379/0")
+    if database:
+        base, _, rest = os.environ["DATABASE_URL"].rpartition("/")
+        query = rest.partition("?")[2]
+        admin_url = f"{base}/postgres" + (f"?{query}" if query else "")
+        import psycopg
+
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+                conn.execute(f'CREATE DATABASE "{database}"')
+        os.environ["DATABASE_URL"] = f"{base}/{database}" + (f"?{query}" if query else "")
+    manage("migrate", "--no-input", "-v", "0")
+    return server
+
+
+def bench_client(scopes: str) -> dict[str, Any]:
+    return json.loads(
+        manage(
+            "create_api_client",
+            "--name",
+            f"bench-{time.time_ns()}",
+            "--scopes",
+            scopes,
+            "--rate-limit",
+            "100000",
+            "--json",
+            capture=True,
+        )
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def gunicorn(workers: int = 2) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "clinic.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                requests.get(f"{base}/healthz", timeout=1)
+                break
+            except requests.RequestException:
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def token(session: requests.Session, base: str, client: dict[str, Any]) -> str:
+    response = session.post(
+        f"{base}/api/v1/auth/token",
+        data={"grant_type": "client_credentials"},
+        auth=(client["client_id"], client["client_secret"]),
+    )
+    response.raise_for_status()
+    return str(response.json()["access_token"])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)]
+
+
+def measure(label: str, calls: list[Callable[[], Any]] | Callable[[], Any], count: int) -> dict[str, Any]:
+    """Run `count` calls (cycling through a list of calls), after a warm-up, and summarise latencies."""
+    pool = calls if isinstance(calls, list) else [calls]
+    for i in range(min(50, count)):
+        pool[i % len(pool)]()
+    samples = []
+    for i in range(count):
+        started = time.perf_counter()
+        pool[i % len(pool)]()
+        samples.append((time.perf_counter() - started) * 1000)
+    return {
+        "endpoint": label,
+        "requests": count,
+        "p50_ms": round(statistics.median(samples), 2),
+        "p95_ms": round(percentile(samples, 0.95), 2),
+        "p99_ms": round(percentile(samples, 0.99), 2),
+        "throughput_rps": round(count / (sum(samples) / 1000), 1),
+    }
+
+
+def write(name: str, rows: list[dict[str, Any]]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=2))
+    lines = ["| endpoint | requests | p50 ms | p95 ms | p99 ms | req/s |", "|---|---|---|---|---|---|"]
+    lines += [
+        f"| {r['endpoint']} | {r['requests']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['throughput_rps']} |"
+        for r in rows
+    ]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))

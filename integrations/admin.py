@@ -14,7 +14,7 @@ from django.urls import reverse
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
-from integrations.models import ApiClient, AuditLogEntry
+from integrations.models import ApiClient, AuditLogEntry, validate_network
 from integrations.scopes import SCOPE_CHOICES
 from integrations.services import api_client_rotate_secret, api_client_set_active
 
@@ -31,15 +31,29 @@ class LinesField(forms.CharField):
     def prepare_value(self, value: Any) -> Any:
         return "\n".join(value) if isinstance(value, list) else value
 
-    def to_python(self, value: Any) -> list[str]:
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         return [line.strip() for line in (value or "").replace(",", "\n").splitlines() if line.strip()]
+
+
+class NetworkLinesField(LinesField):
+    def validate(self, value: list[str]) -> None:
+        super().validate(value)
+        # Rejected here, so a bad entry never reaches ApiClient.clean(), which would crash parsing it.
+        errors = []
+        for network in value:
+            try:
+                validate_network(network)
+            except forms.ValidationError as exc:
+                errors.extend(exc.error_list)
+        if errors:
+            raise forms.ValidationError(errors)
 
 
 class ApiClientForm(forms.ModelForm):
     allowed_scopes = forms.MultipleChoiceField(
         choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
     )
-    ip_allowlist = LinesField(
+    ip_allowlist = NetworkLinesField(
         required=False,
         label="IP allow-list",
         help_text="One address or CIDR per line (IPv4 or IPv6). Empty: any address.",

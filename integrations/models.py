@@ -23,6 +23,13 @@ def validate_network(value: str) -> None:
         raise ValidationError(f"{value!r} is not an IP address or CIDR block.", code="invalid") from None
 
 
+def _normalised_network(value: str) -> str:
+    try:
+        return str(ipaddress.ip_network(value, strict=False))
+    except ValueError:
+        return value
+
+
 def validate_scope(value: str) -> None:
     if value not in SCOPES:
         raise ValidationError(f"Unknown scope {value!r}.", code="invalid")
@@ -95,7 +102,9 @@ class ApiClient(AbstractApplication):
 
     def clean(self) -> None:
         # The toolkit's clean() validates redirect URIs for interactive grants; none apply here.
-        self.ip_allowlist = [str(ipaddress.ip_network(n, strict=False)) for n in self.ip_allowlist]
+        # Normalise the entries that parse ("10.0.0.1/8" -> "10.0.0.0/8"); invalid ones are left for
+        # validate_network to report as field errors (Django calls clean() even after those failed).
+        self.ip_allowlist = [_normalised_network(n) for n in self.ip_allowlist]
         self.allowed_scopes = sorted(set(self.allowed_scopes), key=list(SCOPES).index)
 
     def is_usable(self, request: Any) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,21 @@ from integrations.models import ApiClient
 from integrations.network import CLIENT_IP_META_KEY, client_ip
 
 TOKEN_CONTEXT_META_KEY = "CLINIC_TOKEN_CONTEXT"  # noqa: S105 - a request.META key, not a secret
+
+
+class _RedactIssuedToken(logging.Filter):
+    """oauthlib logs every issued token response at DEBUG; a bearer token in a log file is a live credential."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                {**arg, "access_token": "[redacted]"} if isinstance(arg, dict) and "access_token" in arg else arg
+                for arg in record.args
+            )
+        return True
+
+
+logging.getLogger("oauthlib.oauth2.rfc6749.grant_types.client_credentials").addFilter(_RedactIssuedToken())
 
 
 @dataclass
@@ -70,6 +86,12 @@ class ApiClientValidator(OAuth2Validator):
         if not decision.admitted:
             raise RateLimitExceeded(decision, request=request)
         return True
+
+    def validate_scopes(
+        self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        # A client allowed no scope would otherwise get a token with scope "": refuse it (invalid_scope).
+        return bool(scopes) and super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
 
 
 # oauthlib leaves most errors without a description; integrators deserve a sentence (RFC 6749 5.2).

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from uuid import UUID
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_access_token_model
 
-from integrations.models import ApiClient
+from integrations.models import ApiClient, validate_network
 
 
 @transaction.atomic
@@ -34,6 +35,15 @@ def api_client_create(
         token_lifetime_seconds=token_lifetime_seconds,
         client_secret=secret,
     )
+    # ApiClient.clean() parses every allow-list entry and would crash on a bad one: report it as a field error.
+    bad_networks = []
+    for network in client.ip_allowlist:
+        try:
+            validate_network(network)
+        except ValidationError as exc:
+            bad_networks.extend(exc.messages)
+    if bad_networks:
+        raise ValidationError({"ip_allowlist": bad_networks})
     client.full_clean(exclude=["client_secret"])
     client.save()
     client.branches.set(list(branch_ids))

@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from clinic.api.renderers import dumps
+from clinic.api.renderers import JSONRenderer, dumps
 from clinic.api.request_id import current_request_id
 from clinic.errors import DomainError, FieldError
 
@@ -122,8 +122,19 @@ def validation_errors(detail: Any) -> list[dict[str, Any]]:
     return list(_flatten(detail))
 
 
+class ProblemResponse(Response):
+    """Rendered as JSON whatever renderer the view negotiated: the schema view's YAML renderer or the
+    docs page's HTML template would otherwise write the problem in their own format, under a
+    problem+json label."""
+
+    @property
+    def rendered_content(self) -> Any:
+        self.accepted_renderer = JSONRenderer()
+        return super().rendered_content
+
+
 def _problem(status_code: int, code: str, detail: str | None, headers: dict[str, str] | None = None, **kw: Any):
-    return Response(
+    return ProblemResponse(
         problem_body(status_code, code, detail, **kw),
         status=status_code,
         headers=headers,
@@ -137,7 +148,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         errors = [{"field": field, "code": "invalid", "message": message} for field, message in exc.errors.items()]
         return _problem(400, exc.code, exc.detail, errors=errors)
     if isinstance(exc, DomainError):
-        return _problem(exc.status, exc.code, exc.detail, title=exc.title, **exc.extra)
+        # One title per problem type (RFC 9457 3.1.3), the one its /problems/ page shows: a generic class
+        # raised with a specific code, Conflict(code="idempotency_key_in_use"), must not say just "Conflict".
+        kind = PROBLEM_KINDS.get(exc.code)
+        return _problem(exc.status, exc.code, exc.detail, title=kind.title if kind else exc.title, **exc.extra)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -111,6 +111,28 @@ _COMMON_RESPONSE_HEADERS = {
 }
 
 
+# POST and PATCH go through ClinicAPIView's idempotency layer; integrators need the header and its
+# two refusals on the operation itself, not only in the API description.
+_IDEMPOTENT_METHODS = ("post", "patch")
+_IDEMPOTENCY_KEY_PARAMETER = {
+    "in": "header",
+    "name": "Idempotency-Key",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    "description": "Makes a retry safe: the same key and body replay the stored response (kept 24 hours per client).",
+}
+_IDEMPOTENCY_ERRORS = {
+    "409": "`idempotency_key_in_use`: a request with this Idempotency-Key is still running.",
+    "422": "`idempotency_key_reused`: this Idempotency-Key was used with a different body.",
+}
+_REPLAYED_HEADER = {
+    "Idempotent-Replayed": {
+        "schema": {"type": "string", "enum": ["true"]},
+        "description": "Present when the response is the stored outcome of an earlier request with the same key.",
+    }
+}
+
+
 def _problem_response(description: str) -> dict[str, Any]:
     return {
         "description": description,
@@ -246,16 +268,28 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
     """Postprocessing hook: standard problem responses and headers on every operation, the problem
     kinds in the description, and the OAuth endpoints that live outside DRF."""
     for path_item in result.get("paths", {}).values():
-        for operation in path_item.values():
+        for method, operation in path_item.items():
             responses = operation.setdefault("responses", {})
+            if method in _IDEMPOTENT_METHODS:
+                operation.setdefault("parameters", []).append(_IDEMPOTENCY_KEY_PARAMETER)
+                for status_code, description in _IDEMPOTENCY_ERRORS.items():
+                    if status_code in responses:
+                        responses[status_code]["description"] += " Or " + description
+                    else:
+                        responses[status_code] = _problem_response(description)
             for status_code, description in _STANDARD_ERRORS.items():
                 if status_code not in responses:
                     responses[status_code] = _problem_response(description)
             if any(p.get("in") == "path" for p in operation.get("parameters", [])) and "404" not in responses:
                 responses["404"] = _problem_response("`not_found`: unknown id, or not visible to this client.")
             for status_code, response in responses.items():
+                if status_code[0] in "45" and "content" not in response:
+                    # extend_schema(responses={409: OpenApiResponse(description=...)}) leaves out the body.
+                    response["content"] = _problem_response("")["content"]
                 if status_code.startswith("2"):
                     response.setdefault("headers", {}).update(_COMMON_RESPONSE_HEADERS)
+                    if method in _IDEMPOTENT_METHODS:
+                        response["headers"].update(_REPLAYED_HEADER)
             scopes = [
                 scope for requirement in operation.get("security", []) for scope in requirement.get(SECURITY_SCHEME, [])
             ]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from integrations.models import ApiClient
 from tests.conftest import bearer
 from tests.factories import BranchFactory
 
@@ -29,3 +32,130 @@ def test_list_returns_bare_array_ordered_by_code_with_pagination_headers(client,
         "cancellation_window_minutes": 120,
         "city": "",
     }
+
+
+def assert_insufficient_scope(response, scope: str) -> None:
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json() == {
+        "type": "/api/v1/problems/insufficient_scope",
+        "title": "Insufficient scope",
+        "status": 403,
+        "detail": f"This operation requires the scope {scope}.",
+        "code": "insufficient_scope",
+        "request_id": response["X-Request-ID"],
+    }
+    assert response["WWW-Authenticate"] == (f'Bearer realm="clinic-api", error="insufficient_scope", scope="{scope}"')
+
+
+def test_a_client_restricted_to_branches_sees_only_those(client, token_for):
+    blr = BranchFactory(code="BLR")
+    BranchFactory(code="DEL", state="Delhi")
+    mum = BranchFactory(code="MUM", state="Maharashtra")
+
+    response = client.get("/api/v1/branches", **bearer(token_for(["appointments:read"], branches=[mum, blr])))
+
+    assert response.status_code == 200
+    assert [b["id"] for b in response.json()] == [str(blr.id), str(mum.id)]
+    assert response["X-Total-Count"] == "2"
+
+
+def test_a_restricted_client_pages_through_its_own_branches_only(client, token_for):
+    allowed = [BranchFactory(code=code) for code in ("A1", "B1", "C1")]
+    BranchFactory(code="B2")
+
+    response = client.get(
+        "/api/v1/branches?per_page=2&page=2", **bearer(token_for(["appointments:read"], branches=allowed))
+    )
+
+    assert [b["code"] for b in response.json()] == ["C1"]
+    assert response["X-Total-Count"] == "3"
+
+
+@pytest.mark.parametrize("state", ["Karnataka", "karnataka", "KARNATAKA", "kArNaTaKa"])
+def test_state_filter_is_case_insensitive(client, token_for, state):
+    BranchFactory(code="BLR", state="Karnataka")
+    BranchFactory(code="MYS", state="Karnataka")
+    BranchFactory(code="MUM", state="Maharashtra")
+
+    response = client.get(f"/api/v1/branches?state={state}", **bearer(token_for(["appointments:read"])))
+
+    assert response.status_code == 200
+    assert [b["code"] for b in response.json()] == ["BLR", "MYS"]
+    assert response["X-Total-Count"] == "2"
+
+
+def test_state_filter_matches_the_whole_name_only(client, token_for):
+    BranchFactory(code="BLR", state="Karnataka")
+
+    for state in ("Karna", "Kerala"):
+        response = client.get(f"/api/v1/branches?state={state}", **bearer(token_for(["appointments:read"])))
+        assert response.json() == []
+        assert response["X-Total-Count"] == "0"
+
+
+def test_state_filter_applies_within_a_restricted_client(client, token_for):
+    blr = BranchFactory(code="BLR", state="Karnataka")
+    BranchFactory(code="MYS", state="Karnataka")
+    mum = BranchFactory(code="MUM", state="Maharashtra")
+
+    response = client.get(
+        "/api/v1/branches?state=karnataka", **bearer(token_for(["appointments:read"], branches=[blr, mum]))
+    )
+
+    assert [b["code"] for b in response.json()] == ["BLR"]
+    assert response["X-Total-Count"] == "1"
+
+
+@pytest.mark.parametrize(
+    "scopes", [["patients:read"], ["appointments:write"], ["billing:read", "patients:write"]], ids=" ".join
+)
+def test_a_token_without_appointments_read_is_403_and_shows_no_branch(client, token_for, scopes):
+    BranchFactory(code="BLR", name="Bengaluru")
+
+    response = client.get("/api/v1/branches", **bearer(token_for(scopes)))
+
+    assert_insufficient_scope(response, "appointments:read")
+    assert b"BLR" not in response.content
+    assert b"Bengaluru" not in response.content
+    assert not response.has_header("X-Total-Count")
+
+
+def test_without_a_token_the_list_is_401(client):
+    BranchFactory(code="BLR")
+
+    response = client.get("/api/v1/branches")
+
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"].startswith('Bearer realm="clinic-api"')
+    assert b"BLR" not in response.content
+
+
+def test_inactive_branches_are_hidden(client, token_for):
+    BranchFactory(code="BLR")
+    closed = BranchFactory(code="OLD", is_active=False)
+
+    everyone = client.get("/api/v1/branches", **bearer(token_for(["appointments:read"])))
+    restricted = client.get("/api/v1/branches", **bearer(token_for(["appointments:read"], branches=[closed])))
+
+    assert [b["code"] for b in everyone.json()] == ["BLR"]
+    assert everyone["X-Total-Count"] == "1"
+    assert restricted.json() == []
+    assert restricted["X-Total-Count"] == "0"
+
+
+def test_the_number_of_queries_does_not_grow_with_the_number_of_branches(client, token_for):
+    token = token_for(["appointments:read"], branches=[BranchFactory(code="A0")])
+    client.get("/api/v1/branches", **bearer(token))  # warm caches of the first request
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/api/v1/branches", **bearer(token)).status_code == 200
+        return len(queries)
+
+    few = count()
+    ApiClient.objects.get().branches.add(*[BranchFactory(code=f"A{n}") for n in range(1, 8)])
+    assert client.get("/api/v1/branches", **bearer(token))["X-Total-Count"] == "8"
+    assert count() == few

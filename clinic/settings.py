@@ -104,7 +104,7 @@ STORAGES = {
 # Without collectstatic (development, tests) WhiteNoise serves straight from the app finders, and
 # would warn at every start that STATIC_ROOT does not exist yet.
 WHITENOISE_USE_FINDERS = True
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at: ")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 AUTH_PASSWORD_VALIDATORS = [

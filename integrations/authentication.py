@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication
+from oauth2_provider.models import AbstractAccessToken
 from rest_framework.request import Request
 
 from clinic.api.permissions import REALM
+from integrations.models import ApiClient
+
+
+def request_token(request: Request) -> AbstractAccessToken | None:
+    """The access token of an authenticated API request (DRF types request.auth loosely)."""
+    return cast(AbstractAccessToken | None, request.auth)
+
+
+def request_client(request: Request) -> ApiClient:
+    """The API client of an authenticated request; only call after authentication succeeded."""
+    token = request_token(request)
+    assert token is not None, "request_client() on an unauthenticated request"
+    return cast(ApiClient, token.application)
 
 
 class ApiClientAuthentication(OAuth2Authentication):

@@ -9,6 +9,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from integrations import ratelimit
+from integrations.authentication import request_client, request_token
 from integrations.network import client_ip
 
 
@@ -21,10 +22,9 @@ class ClientControls(BasePermission):
     """First permission of every view. The IP check runs first so refused addresses use no quota."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        token = request.auth
-        if token is None:
+        if request_token(request) is None:
             return False  # DRF answers 401 since authentication did not succeed
-        client = token.application
+        client = request_client(request)
         if not client.allows_address(client_ip(request._request)):
             raise IpNotAllowed()
         # DRF checks permissions again within one request (OPTIONS asks them for POST/PUT on a clone):

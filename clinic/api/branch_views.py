@@ -53,5 +53,5 @@ class BranchListView(ClinicAPIView):
     )
     def get(self, request: Request) -> Response:
         pagination = HeaderPagination(request)
-        branches = branch_list(client=request.auth.application, state=request.query_params.get("state"))
-        return pagination.response(BranchSerializer(pagination.paginate(branches), many=True).data)
+        branches = branch_list(client=self.api_client, state=request.query_params.get("state"))
+        return pagination.response(list(BranchSerializer(pagination.paginate(branches), many=True).data))

@@ -177,7 +177,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
                 errors=[{"field": None, "code": "parse_error", "message": message}],
             )
         if isinstance(exc, exceptions.Throttled):
-            wait = max(int(exc.wait or 1), 1)
+            wait = max(int(getattr(exc, "wait", None) or 1), 1)
             headers["Retry-After"] = str(wait)
             return _problem(429, "rate_limited", f"Rate limit exceeded; retry in {wait} s.", headers)
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ImproperlyConfigured
+from oauth2_provider.models import AbstractAccessToken
 from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -39,7 +40,7 @@ def required_scope(view: Any, method: str) -> str:
 
 class HasRequiredScope(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
-        token = request.auth
+        token = cast(AbstractAccessToken | None, request.auth)
         if token is None:
             return False
         scope = required_scope(view, request.method or "GET")

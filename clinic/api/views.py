@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponseBase
@@ -13,6 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from integrations import idempotency
+from integrations.authentication import request_client
+from integrations.models import ApiClient
 
 IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -35,7 +37,7 @@ class ClinicAPIView(APIView):
             key = drf_request.headers.get(idempotency.HEADER)
             if key is not None and drf_request.method in IDEMPOTENT_METHODS:
                 response: HttpResponseBase = idempotency.execute(
-                    client=drf_request.auth.application,
+                    client=request_client(drf_request),
                     key=key,
                     request=drf_request,
                     handler=lambda: self._handle(drf_request, *args, **kwargs),
@@ -44,7 +46,8 @@ class ClinicAPIView(APIView):
                 response = self._call_handler(drf_request, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - DRF's contract: every exception becomes a response
             response = self.handle_exception(exc)
-        self.response = self.finalize_response(drf_request, response, *args, **kwargs)
+        # finalize_response handles plain HttpResponses too (an idempotent replay is one).
+        self.response = self.finalize_response(drf_request, cast(Response, response), *args, **kwargs)
         return self.response
 
     def _refuse_unreadable_body(self, request: Request) -> None:
@@ -77,6 +80,11 @@ class ClinicAPIView(APIView):
         except Exception as exc:  # noqa: BLE001
             response = self.handle_exception(exc)
         return response  # type: ignore[return-value]
+
+    @property
+    def api_client(self) -> ApiClient:
+        """The calling API client (views run only after authentication succeeded)."""
+        return request_client(self.request)
 
     def audit_patients(self, ids: Iterable[UUID]) -> None:
         """Record in this request's audit row which patients it touched."""

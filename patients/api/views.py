@@ -52,7 +52,7 @@ class PatientListCreateView(ClinicAPIView):
         pagination = HeaderPagination(request)
         params = PatientListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        patients = selectors.patient_list(client=request.auth.application, **params.validated_data)
+        patients = selectors.patient_list(client=self.api_client, **params.validated_data)
         page = pagination.paginate(patients.select_related("registration_branch"))
         self.audit_patients(patient.id for patient in page)
         today = timezone.localdate()
@@ -77,7 +77,7 @@ class PatientListCreateView(ClinicAPIView):
         examples=[schema.CREATE_EXAMPLE, schema.PROFILE_EXAMPLE, schema.DUPLICATE_EXAMPLE],
     )
     def post(self, request: Request) -> Response:
-        client = request.auth.application
+        client = self.api_client
         body = PatientWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         branch = selectors.registration_branch_resolve(client=client, branch_id=body.validated_data.get("branch_id"))
@@ -102,8 +102,8 @@ class PatientDetailView(ClinicAPIView):
         responses={200: schema.PatientProfileSchema},
         examples=[schema.PROFILE_EXAMPLE],
     )
-    def get(self, request: Request, ref: str) -> Response:
-        patient = selectors.patient_profile(client=request.auth.application, ref=ref)
+    def get(self, request: Request, id: str) -> Response:
+        patient = selectors.patient_profile(client=self.api_client, ref=id)
         self.audit_patients([patient.id])
         return Response(patient_profile(patient, timezone.localdate()))
 
@@ -123,9 +123,9 @@ class PatientDetailView(ClinicAPIView):
         },
         examples=[schema.PROFILE_EXAMPLE],
     )
-    def patch(self, request: Request, ref: str) -> Response:
-        client = request.auth.application
-        patient = selectors.patient_get(client=client, ref=ref)
+    def patch(self, request: Request, id: str) -> Response:
+        client = self.api_client
+        patient = selectors.patient_get(client=client, ref=id)
         self.audit_patients([patient.id])
         body = PatientWriteSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)

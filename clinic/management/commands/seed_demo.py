@@ -13,7 +13,7 @@ from django.db import transaction
 
 from clinic.models import Branch, Department, Doctor
 
-BRANCHES = [
+BRANCHES: list[dict[str, Any]] = [
     {
         "code": "BLR",
         "name": "Bengaluru Central Clinic",
@@ -38,7 +38,7 @@ BRANCHES = [
     },
 ]
 DEPARTMENTS = ["General Medicine", "Cardiology", "Paediatrics", "Orthopaedics", "Dermatology"]
-DOCTORS = [
+DOCTORS: list[dict[str, Any]] = [
     {"name": "Dr. Ananya Rao", "department": "General Medicine", "branches": ["BLR", "MUM"], "slot": 15},
     {"name": "Dr. Vikram Mehta", "department": "Cardiology", "branches": ["BLR"], "slot": 20},
     {"name": "Dr. Priya Nair", "department": "Paediatrics", "branches": ["MUM"], "slot": 15},
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             if created:
                 doctor.branches.set([branches[code] for code in spec["branches"]])
             doctors.append(doctor)
-        manifest = {
+        manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
                     "id": str(b.id),

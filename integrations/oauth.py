@@ -79,6 +79,8 @@ class ApiClientValidator(OAuth2Validator):
         if not authenticated or client is None:
             return False
         if not client.allows_address(request.headers.get(CLIENT_IP_META_KEY) or None):
+            if context is not None:  # no quota used, but the headers still report it
+                context.rate_limit = ratelimit.hit(str(client.pk), client.effective_rate_limit, record=False)
             raise AddressNotAllowed(request=request)
         decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
         if context is not None:

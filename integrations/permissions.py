@@ -26,6 +26,8 @@ class ClientControls(BasePermission):
             return False  # DRF answers 401 since authentication did not succeed
         client = request_client(request)
         if not client.allows_address(client_ip(request._request)):
+            # Refused before the limit applies: uses no quota, but still reports it (every response does).
+            request._request.rate_limit = ratelimit.hit(str(client.pk), client.effective_rate_limit, record=False)  # type: ignore[attr-defined]
             raise IpNotAllowed()
         # DRF checks permissions again within one request (OPTIONS asks them for POST/PUT on a clone):
         # one request is one hit, so a decision already taken for it stands.

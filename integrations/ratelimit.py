@@ -23,7 +23,8 @@ from django.conf import settings
 
 WINDOW_SECONDS = 60
 
-# KEYS[1] log key; ARGV: limit, window (s), unique member. Returns {admitted, count, reset_ms}.
+# KEYS[1] log key; ARGV: limit, window (s), unique member, record ("1": count this request, "0": only
+# look). Returns {admitted, count, reset_ms}.
 _SLIDING_LOG = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -33,9 +34,11 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local admitted = 0
 if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  count = count + 1
   admitted = 1
+  if ARGV[4] == '1' then
+    redis.call('ZADD', KEYS[1], now, ARGV[3])
+    count = count + 1
+  end
 end
 redis.call('PEXPIRE', KEYS[1], window)
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -70,28 +73,31 @@ _local_lock = threading.Lock()
 _local_logs: dict[str, deque[float]] = defaultdict(deque)
 
 
-def _local_hit(key: str, limit: int) -> tuple[bool, int, float]:
+def _local_hit(key: str, limit: int, record: bool) -> tuple[bool, int, float]:
     now = time.monotonic()
     with _local_lock:
         log = _local_logs[key]
         while log and log[0] <= now - WINDOW_SECONDS:
             log.popleft()
         admitted = len(log) < limit
-        if admitted:
+        if admitted and record:
             log.append(now)
         reset_ms = (log[0] + WINDOW_SECONDS - now) * 1000 if log else 0
         return admitted, len(log), reset_ms
 
 
-def hit(client_key: str, limit: int) -> RateLimitDecision:
-    """Count one request for the client if its limit allows, and say what the client may still send."""
+def hit(client_key: str, limit: int, *, record: bool = True) -> RateLimitDecision:
+    """Count one request for the client if its limit allows, and say what the client may still send.
+    With record=False only look (for the headers of a request refused before the limit applies)."""
     key = f"{settings.CACHES['default'].get('KEY_PREFIX', 'clinic')}:ratelimit:{client_key}"
     if settings.REDIS_URL:
         member = f"{time.time_ns()}-{secrets.token_hex(4)}"
-        admitted_flag, count, reset_ms = _redis_script()(keys=[key], args=[limit, WINDOW_SECONDS, member])
+        admitted_flag, count, reset_ms = _redis_script()(
+            keys=[key], args=[limit, WINDOW_SECONDS, member, "1" if record else "0"]
+        )
         admitted = bool(admitted_flag)
     else:
-        admitted, count, reset_ms = _local_hit(key, limit)
+        admitted, count, reset_ms = _local_hit(key, limit, record)
     return RateLimitDecision(
         admitted=admitted,
         limit=limit,

@@ -222,8 +222,10 @@ def test_requests_refused_by_the_ip_allow_list_use_no_quota(client, api_client_f
     admitted = client.get(BRANCHES, **inside, **bearer(token))
 
     assert [r.status_code for r in refused_api] == [403] * 5
-    assert all("RateLimit-Remaining" not in r for r in refused_api)
+    # Refused before the limit applies: the headers report the quota, untouched.
+    assert [(r["RateLimit-Limit"], r["RateLimit-Remaining"]) for r in refused_api] == [("3", "3")] * 5
     assert [r.status_code for r in refused_exchanges] == [403] * 3
+    assert [r["RateLimit-Remaining"] for r in refused_exchanges] == ["3"] * 3
     assert admitted.status_code == 200
     assert (admitted["RateLimit-Limit"], admitted["RateLimit-Remaining"]) == ("3", "2")
 

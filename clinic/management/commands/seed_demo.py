@@ -12,6 +12,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from clinic.models import Branch, Department, Doctor
+from patients.demo import seed_demo_patients
+
+DEMO_PATIENTS = 20
 
 BRANCHES: list[dict[str, Any]] = [
     {
@@ -68,6 +71,8 @@ class Command(BaseCommand):
             if created:
                 doctor.branches.set([branches[code] for code in spec["branches"]])
             doctors.append(doctor)
+        # Each domain app seeds its own part; later issues add schedules, appointments and invoices.
+        patients = seed_demo_patients(branches=list(branches.values()), doctors=doctors, count=DEMO_PATIENTS)
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
@@ -88,6 +93,10 @@ class Command(BaseCommand):
                 }
                 for d in doctors
             ],
+            "patients": [
+                {"id": str(p.id), "patient_id": p.patient_id, "name": p.name, "branch": p.registration_branch.code}
+                for p in patients
+            ],
         }
         if options["json"]:
             self.stdout.write(json.dumps(manifest))
@@ -96,5 +105,5 @@ class Command(BaseCommand):
         for key, items in manifest.items():
             self.stdout.write(f"  {key}: {len(items)}")
             for item in items:
-                label = item.get("code") or item.get("name")
+                label = item.get("code") or item.get("patient_id") or item.get("name")
                 self.stdout.write(f"    {item['id']}  {label}")

@@ -45,12 +45,18 @@ class VisitInline(admin.TabularInline):
 
 class PatientAdminForm(forms.ModelForm):
     national_id = forms.CharField(
-        required=False, label="National ID (Aadhaar)", help_text="Leave empty to keep the stored one; it is never shown."
+        required=False,
+        label="National ID (Aadhaar)",
+        help_text="Leave empty to keep the stored one; it is never shown.",
     )
 
     class Meta:
         model = Patient
-        fields = "__all__"
+        fields = [
+            "first_name", "last_name", "date_of_birth", "gender", "blood_group", "is_active", "phone", "email",
+            "address_line1", "address_city", "address_state", "address_pincode", "registration_branch",
+            "national_health_id",
+        ]  # fmt: skip
 
     def clean_phone(self) -> str:
         try:
@@ -71,7 +77,15 @@ class PatientAdminForm(forms.ModelForm):
 @admin.register(Patient)
 class PatientAdmin(admin.ModelAdmin):
     form = PatientAdminForm
-    list_display = ["patient_id", "first_name", "last_name", "phone", "date_of_birth", "registration_branch", "registered_at"]
+    list_display = [
+        "patient_id",
+        "first_name",
+        "last_name",
+        "phone",
+        "date_of_birth",
+        "registration_branch",
+        "registered_at",
+    ]
     list_filter = ["registration_branch", "gender", "is_active"]
     list_select_related = ["registration_branch"]
     search_fields = ["patient_id", "first_name", "last_name", "phone", "national_health_id"]
@@ -79,8 +93,24 @@ class PatientAdmin(admin.ModelAdmin):
     inlines = [InsuranceInline, DiagnosisInline, AllergyInline, MedicationInline, VisitInline]
     show_full_result_count = False
     fieldsets = [
-        (None, {"fields": ["patient_id", "first_name", "last_name", "date_of_birth", "gender", "blood_group", "is_active"]}),
-        ("Contact", {"fields": ["phone", "email", "address_line1", "address_city", "address_state", "address_pincode"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "patient_id",
+                    "first_name",
+                    "last_name",
+                    "date_of_birth",
+                    "gender",
+                    "blood_group",
+                    "is_active",
+                ]
+            },
+        ),
+        (
+            "Contact",
+            {"fields": ["phone", "email", "address_line1", "address_city", "address_state", "address_pincode"]},
+        ),
         ("Identifiers", {"fields": ["registration_branch", "national_health_id", "national_id", "national_id_masked"]}),
         ("History", {"fields": ["registered_at", "updated_at"]}),
     ]

@@ -87,7 +87,7 @@ class Patient(models.Model):
     def __str__(self) -> str:
         return f"{self.patient_id} · {self.name}"
 
-    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def save(self, *args, **kwargs):
         self.search_name = f"{self.first_name} {self.last_name}".lower().strip()
         self.phone_digits_reversed = "".join(ch for ch in self.phone if ch.isdigit())[::-1]
         update_fields = kwargs.get("update_fields")

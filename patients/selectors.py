@@ -5,7 +5,15 @@ each index: trigram similarity and word similarity on the lower-cased full name 
 the `%` and `%>` operators: misspellings, swapped first/last names, partial names), a prefix of the
 reversed phone digits (B-tree: the number with or without country prefix, or a 4+ digit tail), and
 exact normalised patient_id and ABHA number. Ranking: identifier matches, then phone matches, then
-the best of the two similarities; similarity() is only used to order, never to filter.
+a name score; similarity() is only used to order, never to filter.
+
+The name score adds three trigram measures, because each alone misranks common typos (found by the
+search-quality tests over a realistic population): similarity of the whole name; strict word
+similarity (partial names, "priy shar"); and similarity of the names' letter keys (each word's letters
+sorted, computed only for the rows the trigram operators matched), which a swap of two adjacent
+letters leaves unchanged ("nisha niar" -> "nisha nair", where plain trigrams score "nisha das" just
+as high). The former GREATEST(similarity, word_similarity)
+let a longer name sharing a prefix outrank the name with one wrong letter ("aditya bhdt" -> "bhatia").
 """
 
 from __future__ import annotations
@@ -14,9 +22,22 @@ import re
 import uuid
 from datetime import date
 
-from django.contrib.postgres.search import TrigramSimilarity, TrigramWordSimilarity
-from django.db.models import Case, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import Greatest, Replace, Upper
+from django.contrib.postgres.search import TrigramSimilarity, TrigramStrictWordSimilarity
+from django.db.models import (
+    Case,
+    CharField,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Concat, Replace, Upper
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
@@ -93,14 +114,32 @@ def patient_list(
     return patients.order_by("-registered_at", "id")
 
 
+class SortedLetters(Func):
+    """A word's letters in sorted order ("sharma" -> "aahmrs"): unchanged by swapping two letters."""
+
+    template = "(SELECT string_agg(c, '' ORDER BY c COLLATE \"C\") FROM regexp_split_to_table(lower(%(expressions)s), '') AS c)"
+    output_field = CharField()
+
+
+def letter_key(text: str) -> str:
+    """The query's letter key: each word's letters sorted, as SortedLetters does for the stored names.
+    Word order does not matter to trigram similarity, so the words need no sorting."""
+    return " ".join("".join(sorted(word)) for word in text.split())
+
+
 def _search(patients: QuerySet[Patient], raw: str) -> QuerySet[Patient]:
     text = " ".join(raw.lower().split())
-    digits = re.sub(r"\D", "", raw).lstrip("0")
+    digits = re.sub(r"\D", "", raw)
     identifier = normalise_patient_ref(raw)
     matches = Q(search_name__trigram_similar=text) | Q(search_name__trigram_word_similar=text)
     phone_match: Q | None = None
-    if len(digits) >= MIN_PHONE_TAIL:
-        phone_match = Q(phone_digits_reversed__startswith=digits[::-1])
+    # A tail is matched as typed: stripping leading zeros (meant for a trunk prefix, "09845012345") lost
+    # tails such as "0281". The number without its trunk zero is tried as well.
+    for tail in dict.fromkeys([digits, digits.lstrip("0")]):
+        if len(tail) >= MIN_PHONE_TAIL:
+            tail_match = Q(phone_digits_reversed__startswith=tail[::-1])
+            phone_match = tail_match if phone_match is None else phone_match | tail_match
+    if phone_match is not None:
         matches |= phone_match
     id_match = Q(patient_id_key=identifier)
     if identifier.isdigit() and len(identifier) == 14:
@@ -116,7 +155,15 @@ def _search(patients: QuerySet[Patient], raw: str) -> QuerySet[Patient]:
                 default=Value(2),
                 output_field=IntegerField(),
             ),
-            score=Greatest(TrigramSimilarity("search_name", text), TrigramWordSimilarity(text, "search_name")),
+        )
+        # alias, not annotate: the score is only ordered by, so similarity() appears in ORDER BY alone.
+        .alias(
+            score=TrigramSimilarity("search_name", text)
+            + TrigramStrictWordSimilarity(text, "search_name")
+            + TrigramSimilarity(
+                Concat(SortedLetters("first_name"), Value(" "), SortedLetters("last_name"), output_field=CharField()),
+                letter_key(text),
+            ),
         )
     )
     return ranked.order_by("match_tier", F("score").desc(), "-registered_at", "id")

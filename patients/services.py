@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from clinic import crypto
-from clinic.errors import Conflict
+from clinic.errors import Conflict, FieldError
 from clinic.models import Branch
 from patients.identifiers import format_patient_id
 from patients.models import Insurance, Patient
@@ -59,6 +59,21 @@ def _check_duplicate(*, phone: str, date_of_birth: date, exclude_id: Any = None)
         )
 
 
+def _save(patient: Patient) -> None:
+    """Save, turning a taken ABHA number (unique column) into a 400 on national_health_id instead of a 500.
+    The savepoint keeps the surrounding transaction usable; a concurrent registration of the same ABHA
+    number is caught the same way."""
+    try:
+        with transaction.atomic():
+            patient.save()
+    except IntegrityError as exc:
+        if "national_health_id" in str(exc):
+            raise FieldError(
+                {"national_health_id": "This ABHA number is already registered to another patient."}
+            ) from None
+        raise
+
+
 def _set_national_id(patient: Patient, national_id: str | None) -> None:
     if national_id:
         patient.national_id_encrypted = crypto.encrypt(national_id)
@@ -91,7 +106,7 @@ def patient_create(*, branch: Branch, data: dict[str, Any]) -> Patient:
         number = cursor.fetchone()[0]
     patient = Patient(patient_id=format_patient_id(number), registration_branch=branch)
     _apply(patient, data)
-    patient.save()
+    _save(patient)
     _replace_insurance(patient, data.get("insurance") or [])
     return patient
 
@@ -106,7 +121,7 @@ def patient_update(*, patient: Patient, data: dict[str, Any]) -> Patient:
         _lock_identity(phone, date_of_birth)
         _check_duplicate(phone=phone, date_of_birth=date_of_birth, exclude_id=locked.pk)
     _apply(locked, data)
-    locked.save()
+    _save(locked)
     if "insurance" in data:
         _replace_insurance(locked, data["insurance"] or [])
     return locked

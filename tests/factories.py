@@ -32,6 +32,7 @@ class DepartmentFactory(factory.django.DjangoModelFactory):
 class DoctorFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Doctor
+        skip_postgeneration_save = True
 
     name = factory.Sequence(lambda n: f"Dr. Test {n}")
     department = factory.SubFactory(DepartmentFactory)

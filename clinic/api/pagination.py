@@ -34,12 +34,20 @@ class HeaderPagination:
         self.per_page: int = params.validated_data["per_page"]
         self.total = 0
 
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
     def paginate(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any]:
         self.total = queryset.count() if isinstance(queryset, QuerySet) else len(queryset)
-        offset = (self.page - 1) * self.per_page
-        if offset >= self.total:
+        if self.offset >= self.total:
             return []
-        return list(queryset[offset : offset + self.per_page])
+        return list(queryset[self.offset : self.offset + self.per_page])
+
+    def use_page(self, items: list[Any], total: int) -> list[Any]:
+        """For a page computed elsewhere (a search that counts and slices in SQL itself)."""
+        self.total = total
+        return items
 
     def response(self, data: list[Any]) -> Response:
         return Response(data, headers=self.headers())

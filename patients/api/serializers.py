@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from clinic.api.serializers import StrictSerializer
 from patients.identifiers import normalise_aadhaar, normalise_abha, normalise_phone
@@ -27,9 +28,20 @@ class AddressSerializer(StrictSerializer):
     )
 
 
+class _EntryCharField(serializers.CharField):
+    """Required even inside a PATCH. DRF's partial mode (decided by the root serializer) skips missing
+    required fields of nested serializers too; but a sent `insurance` list replaces the stored one, so
+    each entry must be complete (else a PATCH with an entry lacking `provider` crashed with a 500)."""
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is empty and self.required:
+            self.fail("required")
+        return super().validate_empty_values(data)
+
+
 class InsuranceSerializer(StrictSerializer):
-    provider = serializers.CharField(max_length=100)
-    policy_number = serializers.CharField(max_length=50)
+    provider = _EntryCharField(max_length=100)
+    policy_number = _EntryCharField(max_length=50)
     valid_until = serializers.DateField(required=False, allow_null=True)
 
 
@@ -49,7 +61,7 @@ class PatientWriteSerializer(StrictSerializer):
     national_id = serializers.CharField(
         max_length=20, required=False, allow_null=True, allow_blank=True, write_only=True
     )
-    insurance = InsuranceSerializer(many=True, required=False, max_length=10)
+    insurance = InsuranceSerializer(many=True, required=False, max_length=10)  # type: ignore[call-arg]
 
     def validate_date_of_birth(self, value: date) -> date:
         if value > timezone.localdate():

@@ -4,5 +4,5 @@ from patients.api.views import PatientDetailView, PatientListCreateView
 
 urlpatterns = [
     path("patients", PatientListCreateView.as_view(), name="patient-list"),
-    path("patients/<str:ref>", PatientDetailView.as_view(), name="patient-detail"),
+    path("patients/<str:id>", PatientDetailView.as_view(), name="patient-detail"),
 ]

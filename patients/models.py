@@ -69,6 +69,8 @@ class Patient(models.Model):
             models.Index(OpClass("phone_digits_reversed", name="text_pattern_ops"), name="patient_phone_tail"),
             models.Index(fields=["phone", "date_of_birth"], name="patient_phone_dob"),
             models.Index(fields=["registration_branch", "-registered_at"], name="patient_branch_registered"),
+            # Expands a matched name to its patients, newest first (patients.search).
+            models.Index(fields=["search_name", "-registered_at"], name="patient_name_registered"),
             # patient_id is matched ignoring case and hyphens (see selectors.patient_id_key).
             models.Index(Upper(Replace("patient_id", Value("-"), Value(""))), name="patient_id_normalised"),
         ]
@@ -210,3 +212,24 @@ class Visit(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.type} {self.start:%Y-%m-%d}"
+
+
+class PatientName(models.Model):
+    """Every distinct patient search_name, kept by a trigger on patients_patient (so bulk loads and the
+    admin keep it too). Names repeat heavily in a register; fuzzy search ranks these few thousand
+    distinct names, then expands the best ones to patients through an index (see patients.search).
+    Names are never deleted: a name nobody has any more only costs a candidate slot."""
+
+    name = models.CharField(max_length=201, primary_key=True)
+    # Each word's letters sorted ("priya sharma" -> "aipry aahmrs"): a swap of two adjacent letters
+    # leaves it unchanged, which plain trigrams score poorly. Computed by patients_letter_key().
+    letter_key = models.CharField(max_length=201)
+
+    class Meta:
+        indexes = [
+            GinIndex(OpClass("name", name="gin_trgm_ops"), name="patientname_trgm"),
+            GinIndex(OpClass("letter_key", name="gin_trgm_ops"), name="patientname_letters_trgm"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -18,26 +18,18 @@ let a longer name sharing a prefix outrank the name with one wrong letter ("adit
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import date
 
-from django.contrib.postgres.search import TrigramSimilarity, TrigramStrictWordSimilarity
 from django.db.models import (
-    Case,
-    CharField,
-    F,
-    Func,
-    IntegerField,
     OuterRef,
     Prefetch,
     Q,
     QuerySet,
     Subquery,
     Value,
-    When,
 )
-from django.db.models.functions import Concat, Replace, Upper
+from django.db.models.functions import Replace, Upper
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
@@ -46,6 +38,8 @@ from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
 from patients.models import Diagnosis, Medication, Patient, Visit
+from patients.search import SearchFilters
+from patients.search import search as patient_search_ids
 
 MIN_SEARCH_LENGTH = 2
 MIN_PHONE_TAIL = 4
@@ -100,73 +94,39 @@ def _last_visit_date() -> Subquery:
 def patient_list(
     *,
     client: ApiClient,
-    search: str | None = None,
     branch_id: uuid.UUID | None = None,
     registered_after: date | None = None,
 ) -> QuerySet[Patient]:
+    """Visible patients, most recently registered first."""
     patients = visible_patients(client).annotate(last_visit_at=_last_visit_date())
     if branch_id is not None:
         patients = patients.filter(registration_branch_id=branch_id)
     if registered_after is not None:
         patients = patients.filter(registered_at__date__gt=registered_after)
-    if search:
-        return _search(patients, search)
-    return patients.order_by("-registered_at", "id")
+    return patients.select_related("registration_branch").order_by("-registered_at", "id")
 
 
-class SortedLetters(Func):
-    """A word's letters in sorted order ("sharma" -> "aahmrs"): unchanged by swapping two letters."""
-
-    template = "(SELECT string_agg(c, '' ORDER BY c COLLATE \"C\") FROM regexp_split_to_table(lower(%(expressions)s), '') AS c)"
-    output_field = CharField()
-
-
-def letter_key(text: str) -> str:
-    """The query's letter key: each word's letters sorted, as SortedLetters does for the stored names.
-    Word order does not matter to trigram similarity, so the words need no sorting."""
-    return " ".join("".join(sorted(word)) for word in text.split())
-
-
-def _search(patients: QuerySet[Patient], raw: str) -> QuerySet[Patient]:
-    text = " ".join(raw.lower().split())
-    digits = re.sub(r"\D", "", raw)
-    identifier = normalise_patient_ref(raw)
-    matches = Q(search_name__trigram_similar=text) | Q(search_name__trigram_word_similar=text)
-    phone_match: Q | None = None
-    # A tail is matched as typed: stripping leading zeros (meant for a trunk prefix, "09845012345") lost
-    # tails such as "0281". The number without its trunk zero is tried as well.
-    for tail in dict.fromkeys([digits, digits.lstrip("0")]):
-        if len(tail) >= MIN_PHONE_TAIL:
-            tail_match = Q(phone_digits_reversed__startswith=tail[::-1])
-            phone_match = tail_match if phone_match is None else phone_match | tail_match
-    if phone_match is not None:
-        matches |= phone_match
-    id_match = Q(patient_id_key=identifier)
-    if identifier.isdigit() and len(identifier) == 14:
-        id_match |= Q(national_health_id=identifier)
-    matches |= id_match
-    ranked = (
-        patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
-        .filter(matches)
-        .annotate(
-            match_tier=Case(
-                When(id_match, then=Value(0)),
-                *([When(phone_match, then=Value(1))] if phone_match is not None else []),
-                default=Value(2),
-                output_field=IntegerField(),
-            ),
-        )
-        # alias, not annotate: the score is only ordered by, so similarity() appears in ORDER BY alone.
-        .alias(
-            score=TrigramSimilarity("search_name", text)
-            + TrigramStrictWordSimilarity(text, "search_name")
-            + TrigramSimilarity(
-                Concat(SortedLetters("first_name"), Value(" "), SortedLetters("last_name"), output_field=CharField()),
-                letter_key(text),
-            ),
-        )
+def patient_search(
+    *,
+    client: ApiClient,
+    search: str,
+    offset: int,
+    limit: int,
+    branch_id: uuid.UUID | None = None,
+    registered_after: date | None = None,
+) -> tuple[list[Patient], int]:
+    """One page of visible patients matching `search`, best first, and the number of matches."""
+    filters = SearchFilters(
+        branch_ids=client_branch_ids(client), branch_id=branch_id, registered_after=registered_after
     )
-    return ranked.order_by("match_tier", F("score").desc(), "-registered_at", "id")
+    ids, total = patient_search_ids(search, filters, offset=offset, limit=limit)
+    found = {
+        patient.id: patient
+        for patient in Patient.objects.filter(id__in=ids)
+        .select_related("registration_branch")
+        .annotate(last_visit_at=_last_visit_date())
+    }
+    return [found[patient_id] for patient_id in ids if patient_id in found], total
 
 
 def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:

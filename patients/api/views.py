@@ -52,8 +52,15 @@ class PatientListCreateView(ClinicAPIView):
         pagination = HeaderPagination(request)
         params = PatientListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        patients = selectors.patient_list(client=self.api_client, **params.validated_data)
-        page = pagination.paginate(patients.select_related("registration_branch"))
+        filters = dict(params.validated_data)
+        search = filters.pop("search", None)
+        if search:
+            found, total = selectors.patient_search(
+                client=self.api_client, search=search, offset=pagination.offset, limit=pagination.per_page, **filters
+            )
+            page = pagination.use_page(found, total)
+        else:
+            page = pagination.paginate(selectors.patient_list(client=self.api_client, **filters))
         self.audit_patients(patient.id for patient in page)
         today = timezone.localdate()
         return pagination.response([patient_summary(patient, today) for patient in page])

@@ -54,25 +54,30 @@ def visible_patients(client: ApiClient) -> QuerySet[Patient]:
     return patients
 
 
-def patient_get(*, client: ApiClient, ref: str, for_update: bool = False) -> Patient:
-    """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle)."""
-    patients = visible_patients(client)
+def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
+    """Filter by UUID or by business patient_id (case and hyphens ignored, via its expression index)."""
     try:
-        lookup = Q(id=uuid.UUID(ref))
+        return patients.filter(id=uuid.UUID(ref))
     except ValueError:
-        lookup = Q(patient_id_key=normalise_patient_ref(ref))
-        patients = patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
-    patient = patients.filter(lookup).first()
+        return patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value("")))).filter(
+            patient_id_key=normalise_patient_ref(ref)
+        )
+
+
+def patient_get(*, client: ApiClient, ref: str) -> Patient:
+    """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle)."""
+    patient = _by_ref(visible_patients(client), ref).first()
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     return patient
 
 
 def patient_profile(*, client: ApiClient, ref: str) -> Patient:
-    """A patient with everything the profile shows, in a fixed number of queries (6)."""
-    patient = patient_get(client=client, ref=ref)
-    return (
-        Patient.objects.select_related("registration_branch")
+    """A patient with everything the profile shows in 6 queries, however long the history: the patient
+    with its branch, then insurance, active diagnoses, allergies, current medications and visits."""
+    patients = (
+        _by_ref(visible_patients(client), ref)
+        .select_related("registration_branch")
         .prefetch_related(
             "insurance",
             Prefetch("diagnoses", queryset=Diagnosis.objects.filter(status=Diagnosis.Status.ACTIVE)),
@@ -83,8 +88,11 @@ def patient_profile(*, client: ApiClient, ref: str) -> Patient:
             ),
             Prefetch("visits", queryset=Visit.objects.select_related("doctor", "department", "branch")),
         )
-        .get(pk=patient.pk)
     )
+    patient = patients.first()
+    if patient is None:
+        raise NotFound(f"No patient {ref!r}.")
+    return patient
 
 
 def _last_visit_date() -> Subquery:

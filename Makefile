@@ -22,6 +22,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 typecheck: $(STAMP)
+	$(PY) -m clinic.launch init
 	$(PY) -m mypy .
 
 check: $(STAMP)  ## Django system checks and migrations in sync with models

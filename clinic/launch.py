@@ -9,6 +9,7 @@
     python -m clinic.launch run [--port 8000]
     python -m clinic.launch test [pytest arguments...]
     python -m clinic.launch manage <command> [arguments...]
+    python -m clinic.launch init      (only writes .env; mypy's Django plugin loads the settings)
 """
 
 from __future__ import annotations
@@ -155,9 +156,13 @@ def main() -> int:
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     sub.add_parser("test", help="run the test suite (extra arguments go to pytest)")
     sub.add_parser("manage", help="run a manage.py command against the same database")
+    sub.add_parser("init", help="write .env with fresh random keys if there is none (tools that load settings)")
     args, rest = parser.parse_known_args()
     if args.command == "run":
         return run(args.port)
+    if args.command == "init":
+        ensure_env_file()
+        return 0
     if args.command == "manage":
         server = prepare_environment(redis_default="redis://127.0.0.1:6379/0")
         code = subprocess.call([sys.executable, str(BASE_DIR / "manage.py"), *rest], cwd=BASE_DIR)

@@ -1,19 +1,7 @@
-"""Reads of patients, always through the calling client's branch restriction.
+"""Reads of patients, always through the calling client's branch restriction (visible_patients).
 
-Search (CONTRACT section 5) combines index-backed matches, OR-ed so PostgreSQL can use a bitmap of
-each index: trigram similarity and word similarity on the lower-cased full name (GIN gin_trgm_ops, via
-the `%` and `%>` operators: misspellings, swapped first/last names, partial names), a prefix of the
-reversed phone digits (B-tree: the number with or without country prefix, or a 4+ digit tail), and
-exact normalised patient_id and ABHA number. Ranking: identifier matches, then phone matches, then
-a name score; similarity() is only used to order, never to filter.
-
-The name score adds three trigram measures, because each alone misranks common typos (found by the
-search-quality tests over a realistic population): similarity of the whole name; strict word
-similarity (partial names, "priy shar"); and similarity of the names' letter keys (each word's letters
-sorted, computed only for the rows the trigram operators matched), which a swap of two adjacent
-letters leaves unchanged ("nisha niar" -> "nisha nair", where plain trigrams score "nisha das" just
-as high). The former GREATEST(similarity, word_similarity)
-let a longer name sharing a prefix outrank the name with one wrong letter ("aditya bhdt" -> "bhatia").
+Search itself (query classification, the distinct-names dictionary, ranking) lives in patients.search;
+patient_search() applies the client's restriction and the list filters to it and loads the page.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from typing import cast
 
 from django.db.models import QuerySet
 
-from clinic.models import Branch
+from clinic.errors import NotFound
+from clinic.models import Branch, Doctor
 from integrations.models import ApiClient
 
 _BRANCH_IDS = "_clinic_branch_ids"
@@ -30,3 +31,43 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
     if state:
         branches = branches.filter(state__iexact=state)
     return branches.order_by("code", "id")
+
+
+def visible_doctors(client: ApiClient) -> QuerySet[Doctor]:
+    """Active doctors working at a branch the client may see."""
+    doctors = Doctor.objects.filter(is_active=True)
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        doctors = doctors.filter(branches__in=allowed).distinct()
+    return doctors
+
+
+def doctor_list(
+    *, client: ApiClient, branch_id: uuid.UUID | None = None, department: str | None = None
+) -> QuerySet[Doctor]:
+    doctors = visible_doctors(client)
+    if branch_id is not None:
+        doctors = doctors.filter(branches=branch_id)
+    if department:
+        try:
+            doctors = doctors.filter(department_id=uuid.UUID(department))
+        except ValueError:
+            doctors = doctors.filter(department__name__iexact=department)
+    return doctors.select_related("department").prefetch_related("branches").order_by("name", "id")
+
+
+def doctor_get(*, client: ApiClient, doctor_id: str) -> Doctor:
+    """404 for an unknown id, a malformed one, or a doctor at no branch the client may see."""
+    try:
+        key = uuid.UUID(doctor_id)
+    except ValueError:
+        raise NotFound(f"No doctor {doctor_id!r}.") from None
+    doctor = visible_doctors(client).select_related("department").prefetch_related("branches").filter(id=key).first()
+    if doctor is None:
+        raise NotFound(f"No doctor {doctor_id!r}.")
+    return doctor
+
+
+def doctor_branches_visible(*, client: ApiClient, doctor: Doctor) -> list[Branch]:
+    allowed = client_branch_ids(client)
+    return [b for b in doctor.branches.all() if b.is_active and (allowed is None or b.id in allowed)]

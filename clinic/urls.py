@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clinic.api import meta_views
 from clinic.api.branch_views import BranchListView
+from clinic.api.doctor_views import DoctorDetailView, DoctorListView
 from clinic.api.errors import api_not_found
 from integrations.oauth import RevokeTokenView, TokenView
 
@@ -11,10 +12,13 @@ api_v1 = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
     path("auth/revoke", RevokeTokenView.as_view(), name="auth-revoke"),
     path("branches", BranchListView.as_view(), name="branch-list"),
+    path("doctors", DoctorListView.as_view(), name="doctor-list"),
+    path("doctors/<str:id>", DoctorDetailView.as_view(), name="doctor-detail"),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
     path("", include("patients.api.urls")),
+    path("", include("appointments.api.urls")),
 ]
 
 urlpatterns = [

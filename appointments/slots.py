@@ -1,0 +1,67 @@
+"""The free-slot grid of CONTRACT section 6: one rule set for GET slots and for booking.
+
+A doctor's sessions at a branch on a local date, minus leave and branch holidays, cut into cells of
+`duration` minutes from each session's start (a remainder shorter than a cell is dropped), minus cells
+overlapping an active appointment of that doctor (at any branch), minus cells already started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.utils import timezone
+
+from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
+from clinic.models import Branch, Doctor
+
+
+@dataclass(frozen=True)
+class Cell:
+    start: datetime
+    end: datetime
+
+
+def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
+    """All cells of the doctor's sessions that day, before removing booked and started ones."""
+    if BranchHoliday.objects.filter(branch=branch, date=day).exists():
+        return []
+    if DoctorLeave.objects.filter(doctor=doctor, start_date__lte=day, end_date__gte=day).exists():
+        return []
+    zone = branch.zone
+    cells = []
+    for session in WeeklySession.objects.filter(doctor=doctor, branch=branch, weekday=day.weekday()).order_by("start"):
+        cursor = datetime.combine(day, session.start, tzinfo=zone)
+        session_end = datetime.combine(day, session.end, tzinfo=zone)
+        while cursor + duration <= session_end:
+            cells.append(Cell(cursor, cursor + duration))
+            cursor += duration
+    return cells
+
+
+def free_cells(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
+    cells = grid(doctor=doctor, branch=branch, day=day, duration=duration)
+    if not cells:
+        return []
+    now = timezone.now()
+    busy = list(
+        Appointment.objects.filter(
+            doctor=doctor,
+            status__in=Appointment.ACTIVE_STATUSES,
+            slot_start__lt=cells[-1].end,
+            slot_end__gt=cells[0].start,
+        ).values_list("slot_start", "slot_end")
+    )
+    return [
+        cell
+        for cell in cells
+        if cell.start > now and not any(start < cell.end and cell.start < end for start, end in busy)
+    ]
+
+
+def is_free_cell(*, doctor: Doctor, branch: Branch, start: datetime, end: datetime) -> bool:
+    """Booking rule: [start, end) is exactly one of the free cells for that duration and local date."""
+    if end <= start:
+        return False
+    day = start.astimezone(branch.zone).date()
+    return Cell(start, end) in set(free_cells(doctor=doctor, branch=branch, day=day, duration=end - start))

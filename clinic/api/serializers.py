@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 
@@ -32,3 +33,15 @@ class StrictSerializer(serializers.Serializer):
 
 def _coded(unknown: dict[str, list[str]]) -> dict[str, Any]:
     return {key: [serializers.ErrorDetail(msg, code="unknown_field") for msg in msgs] for key, msgs in unknown.items()}
+
+
+class OffsetDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 datetime that must carry its UTC offset: a bare local time is ambiguous across branches."""
+
+    default_error_messages = {"naive": "Include the UTC offset, e.g. 2026-11-23T09:00:00+05:30."}
+
+    def to_internal_value(self, value: Any) -> Any:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+        if parsed is not None and parsed.tzinfo is None:
+            self.fail("naive")
+        return super().to_internal_value(value)

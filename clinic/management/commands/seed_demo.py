@@ -11,6 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from appointments.demo import seed_demo_schedule
+from appointments.models import Appointment, WeeklySession
 from clinic.models import Branch, Department, Doctor
 from patients.demo import seed_demo_patients
 
@@ -73,6 +75,7 @@ class Command(BaseCommand):
             doctors.append(doctor)
         # Each domain app seeds its own part; later issues add schedules, appointments and invoices.
         patients = seed_demo_patients(branches=list(branches.values()), doctors=doctors, count=DEMO_PATIENTS)
+        seed_demo_schedule(doctors=doctors, patients=patients)
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
@@ -92,6 +95,21 @@ class Command(BaseCommand):
                     "branches": sorted(b.code for b in d.branches.all()),
                 }
                 for d in doctors
+            ],
+            "schedules": [
+                {
+                    "id": str(s.id),
+                    "name": f"{s.doctor.name} {s.get_weekday_display()} {s.start:%H:%M}-{s.end:%H:%M} {s.branch.code}",
+                }
+                for s in WeeklySession.objects.filter(doctor__in=doctors).select_related("doctor", "branch")
+            ],
+            "appointments": [
+                {
+                    "id": str(a.id),
+                    "name": f"#{a.token_number} {a.slot_start:%Y-%m-%d %H:%M} {a.status}",
+                    "status": a.status,
+                }
+                for a in Appointment.objects.filter(patient__in=patients)
             ],
             "patients": [
                 {"id": str(p.id), "patient_id": p.patient_id, "name": p.name, "branch": p.registration_branch.code}

@@ -21,7 +21,7 @@ AFTERNOON = (time(14, 0), time(18, 0))
 @transaction.atomic
 def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]) -> dict[str, int]:
     for doctor in doctors:
-        if doctor.sessions.exists():
+        if WeeklySession.objects.filter(doctor=doctor).exists():
             continue  # a schedule configured by staff is left as it is
         # A doctor at two branches consults at the first in the morning, at the second in the afternoon.
         for branch, (start, end) in zip(doctor.branches.order_by("code"), (MORNING, AFTERNOON), strict=False):
@@ -32,24 +32,24 @@ def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]
     DoctorLeave.objects.get_or_create(
         doctor=doctors[1], reason="Cardiology conference", defaults={"start_date": leave_day, "end_date": leave_day}
     )
-    branch = first.branches.order_by("code").first()
-    if branch is not None:
+    home = first.branches.order_by("code").first()
+    if home is not None:
         BranchHoliday.objects.get_or_create(
             branch=branch, date=date(timezone.localdate().year, 12, 25), defaults={"name": "Christmas"}
         )
-    if not Appointment.objects.filter(patient__in=patients).exists() and branch is not None:
+    if not Appointment.objects.filter(patient__in=patients).exists() and home is not None:
         day = timezone.localdate() + timedelta(days=1)
         for index, patient in enumerate(patients[:3]):
-            start = datetime.combine(day, MORNING[0], tzinfo=branch.zone) + timedelta(
+            slot_start = datetime.combine(day, MORNING[0], tzinfo=home.zone) + timedelta(
                 minutes=first.default_slot_minutes * index
             )
             try:
                 appointment_book(
                     patient=patient,
                     doctor=first,
-                    branch=branch,
-                    slot_start=start,
-                    slot_end=start + timedelta(minutes=first.default_slot_minutes),
+                    branch=home,
+                    slot_start=slot_start,
+                    slot_end=slot_start + timedelta(minutes=first.default_slot_minutes),
                 )
             except SlotUnavailable:
                 continue  # a holiday or leave on that day: the demo simply has fewer bookings

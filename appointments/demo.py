@@ -35,7 +35,7 @@ def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]
     home = first.branches.order_by("code").first()
     if home is not None:
         BranchHoliday.objects.get_or_create(
-            branch=branch, date=date(timezone.localdate().year, 12, 25), defaults={"name": "Christmas"}
+            branch=home, date=date(timezone.localdate().year, 12, 25), defaults={"name": "Christmas"}
         )
     if not Appointment.objects.filter(patient__in=patients).exists() and home is not None:
         day = timezone.localdate() + timedelta(days=1)

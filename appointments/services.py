@@ -4,7 +4,7 @@ pass that check at once."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 
@@ -16,6 +16,8 @@ from clinic.models import Branch, Doctor
 from patients.models import Patient
 
 _OVERLAP_CONSTRAINTS = ("appointment_no_double_booking", "appointment_patient_no_overlap")
+# The cell lengths GET slots offers (its `duration`, whole minutes 5..240): no other interval is a cell.
+_SHORTEST_CELL, _LONGEST_CELL = timedelta(minutes=5), timedelta(minutes=240)
 
 
 class SlotUnavailable(Conflict):
@@ -49,7 +51,14 @@ def appointment_book(
 ) -> Appointment:
     """Book [slot_start, slot_end) if it is one of the doctor's free cells; 409 slot_unavailable otherwise,
     or when the patient already has an overlapping active appointment."""
-    if not is_free_cell(doctor=doctor, branch=branch, start=slot_start, end=slot_end):
+    # Checked before the grid is built: a one-second interval is otherwise a cell of the one-second grid,
+    # and a one-microsecond interval would make it enumerate billions of cells.
+    duration = slot_end - slot_start
+    if (
+        not _SHORTEST_CELL <= duration <= _LONGEST_CELL
+        or duration % timedelta(minutes=1)
+        or not is_free_cell(doctor=doctor, branch=branch, start=slot_start, end=slot_end)
+    ):
         raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
     local_date = slot_start.astimezone(branch.zone).date()
     token_number = _next_token(doctor, local_date)

@@ -41,7 +41,11 @@ class OffsetDateTimeField(serializers.DateTimeField):
     default_error_messages = {"naive": "Include the UTC offset, e.g. 2026-11-23T09:00:00+05:30."}
 
     def to_internal_value(self, value: Any) -> Any:
-        parsed = parse_datetime(value) if isinstance(value, str) else None
+        try:
+            parsed = parse_datetime(value) if isinstance(value, str) else None
+        except ValueError:
+            # Well formed but impossible (Feb 30, hour 25, offset +25:00): the parent reports it as invalid.
+            parsed = None
         if parsed is not None and parsed.tzinfo is None:
             self.fail("naive")
         return super().to_internal_value(value)

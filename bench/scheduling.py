@@ -1,6 +1,6 @@
 """Slots latency (concurrency 1) and booking throughput (concurrency 16 across doctors) under gunicorn.
 
-    .venv/bin/python bench/appointments.py [--doctors 40] [--bookings 2000] [--workers 4]
+    .venv/bin/python bench/scheduling.py [--doctors 40] [--bookings 2000] [--workers 4]
 
 Uses its own database (clinic_bench_appt). Each doctor consults 00:00-24:00 every day in 5-minute cells;
 bookings go to distinct cells of a future day, round-robin over doctors, so every 201 is a real booking.
@@ -128,7 +128,7 @@ def main() -> int:
         )
         print(f"bookings: {created} created, other statuses {sorted(set(statuses) - {201})}, {elapsed:.1f} s")
     del server
-    write("appointments", rows)
+    write("scheduling", rows)
     return 0
 
 

@@ -14,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import requests
@@ -64,22 +65,18 @@ def main() -> int:
     with gunicorn(workers=args.workers) as base:
         session = requests.Session()
         headers = {"Authorization": f"Bearer {token(session, base, client)}"}
-        rows = [
-            measure(
-                "GET /api/v1/appointments/slots (288 cells)",
-                [
-                    (
-                        lambda d=d: session.get(
-                            f"{base}/api/v1/appointments/slots",
-                            params={"doctor_id": d, "date": day.isoformat()},
-                            headers=headers,
-                        ).raise_for_status()
-                    )
-                    for d in doctors
-                ],
-                args.requests,
-            )
-        ]
+
+        def slots_of(doctor: str) -> Callable[[], None]:
+            def call() -> None:
+                session.get(
+                    f"{base}/api/v1/appointments/slots",
+                    params={"doctor_id": doctor, "date": day.isoformat()},
+                    headers=headers,
+                ).raise_for_status()
+
+            return call
+
+        rows = [measure("GET /api/v1/appointments/slots (288 cells)", [slots_of(d) for d in doctors], args.requests)]
         jobs: queue.Queue[tuple[str, str, int]] = queue.Queue()
         for n in range(args.bookings):
             jobs.put((doctors[n % len(doctors)], patients[n % len(patients)], n // len(doctors)))

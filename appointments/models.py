@@ -6,6 +6,7 @@ import uuid
 
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import DateTimeRangeField, RangeOperators
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Func, Q
 
@@ -65,6 +66,11 @@ class WeeklySession(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.doctor} {self.get_weekday_display()} {self.start:%H:%M}-{self.end:%H:%M} @ {self.branch.code}"
+
+    def clean(self) -> None:
+        # Before the overlap constraint is validated: an inverted range would make its query fail (500).
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValidationError({"end": "The session must end after it starts."})
 
 
 class DoctorLeave(TimeStampedModel):
@@ -178,6 +184,11 @@ class Appointment(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.doctor} {self.slot_start:%Y-%m-%d %H:%M} #{self.token_number}"
+
+    def clean(self) -> None:
+        # An inverted interval would otherwise be reported as a misleading overlap by the constraints.
+        if self.slot_start is not None and self.slot_end is not None and self.slot_end <= self.slot_start:
+            raise ValidationError({"slot_end": "The appointment must end after it starts."})
 
 
 class TokenCounter(models.Model):

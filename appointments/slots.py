@@ -8,7 +8,7 @@ overlapping an active appointment of that doctor (at any branch), minus cells al
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
@@ -31,8 +31,10 @@ def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> l
     zone = branch.zone
     cells = []
     for session in WeeklySession.objects.filter(doctor=doctor, branch=branch, weekday=day.weekday()).order_by("start"):
-        cursor = datetime.combine(day, session.start, tzinfo=zone)
-        session_end = datetime.combine(day, session.end, tzinfo=zone)
+        # Step in UTC: arithmetic on a zoned datetime is wall-clock, which on a DST change day yields
+        # cells of the wrong length, repeated instants and local times that do not exist.
+        cursor = datetime.combine(day, session.start, tzinfo=zone).astimezone(UTC)
+        session_end = datetime.combine(day, session.end, tzinfo=zone).astimezone(UTC)
         while cursor + duration <= session_end:
             cells.append(Cell(cursor, cursor + duration))
             cursor += duration

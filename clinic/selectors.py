@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import cast
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
@@ -33,13 +33,21 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
     return branches.order_by("code", "id")
 
 
-def visible_doctors(client: ApiClient) -> QuerySet[Doctor]:
-    """Active doctors working at a branch the client may see."""
-    doctors = Doctor.objects.filter(is_active=True)
+def _doctor_branches(client: ApiClient) -> QuerySet[Branch]:
+    branches = Branch.objects.filter(is_active=True)
     allowed = client_branch_ids(client)
     if allowed is not None:
-        doctors = doctors.filter(branches__in=allowed).distinct()
-    return doctors
+        branches = branches.filter(id__in=allowed)
+    return branches
+
+
+def visible_doctors(client: ApiClient) -> QuerySet[Doctor]:
+    """Active doctors working at an active branch the client may see. A doctor whose only branches are
+    closed (or who has none) has no slots to offer, and the branch list hides closed branches too."""
+    works_at_visible = Doctor.branches.through.objects.filter(
+        doctor_id=OuterRef("pk"), branch__in=_doctor_branches(client)
+    )
+    return Doctor.objects.filter(Exists(works_at_visible), is_active=True)
 
 
 def doctor_list(
@@ -47,7 +55,8 @@ def doctor_list(
 ) -> QuerySet[Doctor]:
     doctors = visible_doctors(client)
     if branch_id is not None:
-        doctors = doctors.filter(branches=branch_id)
+        # Only through a visible branch: filtering by a hidden one must not list who works there.
+        doctors = doctors.filter(branches__in=_doctor_branches(client).filter(id=branch_id))
     if department:
         try:
             doctors = doctors.filter(department_id=uuid.UUID(department))

@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Func, Q
 
 from clinic.models import Branch, Doctor, TimeStampedModel
-from patients.models import Patient
+from patients.models import Patient, Visit
 
 
 class TimeOfDayRange(Func):
@@ -146,7 +146,15 @@ class Appointment(TimeStampedModel):
     completed_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
     cancellation_reason = models.CharField(max_length=500, blank=True)
-    version = models.PositiveIntegerField(default=1)
+    visit = models.OneToOneField(
+        Visit,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="appointment",
+        help_text="The outpatient visit added to the patient's history when the appointment was completed.",
+    )
+    version = models.PositiveIntegerField(default=1, help_text="Increases with every change.")
 
     class Meta:
         ordering = ["slot_start", "id"]
@@ -189,6 +197,39 @@ class Appointment(TimeStampedModel):
         # An inverted interval would otherwise be reported as a misleading overlap by the constraints.
         if self.slot_start is not None and self.slot_end is not None and self.slot_end <= self.slot_start:
             raise ValidationError({"slot_end": "The appointment must end after it starts."})
+
+
+class AppointmentChange(models.Model):
+    """The history of one appointment: every booking, reschedule and status change, with who made it
+    and why. Reschedules keep the times they moved from."""
+
+    class Kind(models.TextChoices):
+        BOOKED = "booked"
+        RESCHEDULED = "rescheduled"
+        CANCELLED = "cancelled"
+        CHECKED_IN = "checked_in"
+        COMPLETED = "completed"
+        NO_SHOW = "no_show"
+
+    id = models.BigAutoField(primary_key=True)
+    appointment = models.ForeignKey(Appointment, on_delete=models.CASCADE, related_name="changes")
+    version = models.PositiveIntegerField(help_text="The appointment's version after this change.")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200, help_text='"api:<client name>", "staff:<username>" or "system".')
+    reason = models.CharField(max_length=500, blank=True)
+    previous_slot_start = models.DateTimeField(null=True, blank=True)
+    previous_slot_end = models.DateTimeField(null=True, blank=True)
+    previous_token_number = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["appointment", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["appointment", "version"], name="appointment_change_once_per_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.appointment_id} v{self.version} {self.kind}"
 
 
 class TokenCounter(models.Model):

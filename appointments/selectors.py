@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import date
 
 from django.db.models import QuerySet
 
@@ -11,6 +12,7 @@ from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import client_branch_ids, doctor_branches_visible
 from integrations.models import ApiClient
+from patients.models import Patient
 
 
 def doctor_branch_resolve(*, client: ApiClient, doctor: Doctor, branch_id: uuid.UUID | None) -> Branch:
@@ -44,3 +46,39 @@ def appointment_get(*, client: ApiClient, appointment_id: str) -> Appointment:
     if appointment is None:
         raise NotFound(f"No appointment {appointment_id!r}.")
     return appointment
+
+
+def appointment_list(
+    *,
+    client: ApiClient,
+    patient: Patient | None = None,
+    doctor_id: uuid.UUID | None = None,
+    branch_id: uuid.UUID | None = None,
+    day: date | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
+    status: str | None = None,
+) -> QuerySet[Appointment]:
+    """Visible appointments in slot order. Dates are the branch-local day of the slot. A doctor or branch
+    that does not exist (or, for a branch, that the client may not see) is a 400 on that parameter."""
+    appointments = visible_appointments(client)
+    if patient is not None:
+        appointments = appointments.filter(patient=patient)
+    if doctor_id is not None:
+        if not Doctor.objects.filter(id=doctor_id).exists():
+            raise FieldError({"doctor_id": f"No doctor {doctor_id}."})
+        appointments = appointments.filter(doctor_id=doctor_id)
+    if branch_id is not None:
+        allowed = client_branch_ids(client)
+        if not Branch.objects.filter(id=branch_id).exists() or (allowed is not None and branch_id not in allowed):
+            raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
+        appointments = appointments.filter(branch_id=branch_id)
+    if day is not None:
+        appointments = appointments.filter(local_date=day)
+    if date_from is not None:
+        appointments = appointments.filter(local_date__gte=date_from)
+    if date_to is not None:
+        appointments = appointments.filter(local_date__lte=date_to)
+    if status is not None:
+        appointments = appointments.filter(status=status)
+    return appointments.order_by("slot_start", "id")

@@ -1,28 +1,52 @@
-"""Writes on appointments. Booking is race-safe: the free-cell rule is checked in Python for a clear
-answer, and PostgreSQL's exclusion constraints make a double booking impossible even when two requests
-pass that check at once."""
+"""Writes on appointments: booking and the lifecycle of CONTRACT section 7.
+
+Booking is race-safe: the free-cell rule is checked in Python for a clear answer, and PostgreSQL's
+exclusion constraints make a double booking impossible even when two requests pass that check at once.
+Every later change locks the appointment row first, so two concurrent transitions are serialised and
+the second one sees the state the first one left.
+"""
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
-from appointments import events
-from appointments.models import Appointment
+from appointments import events, notifications
+from appointments.models import Appointment, AppointmentChange
 from appointments.slots import is_free_cell
-from clinic.errors import Conflict
+from clinic.errors import Conflict, FieldError
 from clinic.models import Branch, Doctor
-from patients.models import Patient
+from patients.models import Patient, Visit
 
+Status = Appointment.Status
 _OVERLAP_CONSTRAINTS = ("appointment_no_double_booking", "appointment_patient_no_overlap")
-# The cell lengths GET slots offers (its `duration`, whole minutes 5..240): no other interval is a cell.
-_SHORTEST_CELL, _LONGEST_CELL = timedelta(minutes=5), timedelta(minutes=240)
+
+# CONTRACT section 7: the only transitions; anything else is 409 invalid_state.
+TRANSITIONS: dict[str, tuple[Status, ...]] = {
+    "reschedule": (Status.BOOKED,),
+    "cancel": (Status.BOOKED,),
+    "check_in": (Status.BOOKED,),
+    "no_show": (Status.BOOKED,),
+    "complete": (Status.CHECKED_IN,),
+}
 
 
 class SlotUnavailable(Conflict):
     code = "slot_unavailable"
     title = "Slot unavailable"
+
+
+class InvalidState(Conflict):
+    code = "invalid_state"
+    title = "Invalid state"
+
+
+class CancellationWindow(Conflict):
+    code = "cancellation_window"
+    title = "Inside the cancellation window"
 
 
 def _next_token(doctor: Doctor, local_date: date) -> int:
@@ -38,6 +62,28 @@ def _next_token(doctor: Doctor, local_date: date) -> int:
         return int(cursor.fetchone()[0])
 
 
+def _overlap_refusal(exc: IntegrityError) -> SlotUnavailable | None:
+    """The 409 for a lost race (or a patient booked elsewhere at that time); None for other errors."""
+    message = str(exc)
+    if not any(name in message for name in _OVERLAP_CONSTRAINTS):
+        return None
+    if "appointment_patient_no_overlap" in message:
+        return SlotUnavailable("The patient already has an appointment at that time.")
+    return SlotUnavailable("That slot was just booked by another request.")
+
+
+def _record(appointment: Appointment, kind: str, *, actor: str, reason: str = "", **previous: Any) -> None:
+    AppointmentChange.objects.create(
+        appointment=appointment,
+        version=appointment.version,
+        kind=kind,
+        at=appointment.updated_at,
+        actor=actor[:200],
+        reason=reason,
+        **previous,
+    )
+
+
 @transaction.atomic
 def appointment_book(
     *,
@@ -48,17 +94,11 @@ def appointment_book(
     slot_end: datetime,
     visit_type: str = Appointment.VisitType.CONSULTATION,
     notes: str = "",
+    actor: str = "system",
 ) -> Appointment:
     """Book [slot_start, slot_end) if it is one of the doctor's free cells; 409 slot_unavailable otherwise,
     or when the patient already has an overlapping active appointment."""
-    # Checked before the grid is built: a one-second interval is otherwise a cell of the one-second grid,
-    # and a one-microsecond interval would make it enumerate billions of cells.
-    duration = slot_end - slot_start
-    if (
-        not _SHORTEST_CELL <= duration <= _LONGEST_CELL
-        or duration % timedelta(minutes=1)
-        or not is_free_cell(doctor=doctor, branch=branch, start=slot_start, end=slot_end)
-    ):
+    if not is_free_cell(doctor=doctor, branch=branch, start=slot_start, end=slot_end):
         raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
     local_date = slot_start.astimezone(branch.zone).date()
     token_number = _next_token(doctor, local_date)
@@ -76,15 +116,150 @@ def appointment_book(
                 notes=notes,
             )
     except IntegrityError as exc:
-        # Lost a race for the cell, or the patient is booked elsewhere at that time. Raising rolls the
-        # whole transaction back, the token counter's increment included: no gap.
-        if any(name in str(exc) for name in _OVERLAP_CONSTRAINTS):
-            detail = (
-                "The patient already has an appointment at that time."
-                if "appointment_patient_no_overlap" in str(exc)
-                else "That slot was just booked by another request."
-            )
-            raise SlotUnavailable(detail) from None
-        raise
+        # Raising rolls the whole transaction back, the token counter's increment included: no gap.
+        refusal = _overlap_refusal(exc)
+        if refusal is None:
+            raise
+        raise refusal from None
+    _record(appointment, AppointmentChange.Kind.BOOKED, actor=actor)
     events.publish("appointment.booked", appointment)
+    notifications.schedule("appointment.booked", appointment)
+    return appointment
+
+
+def _lock(appointment: Appointment, action: str) -> Appointment:
+    """Re-read the appointment under a row lock and check that `action` is allowed from its status."""
+    locked = (
+        Appointment.objects.select_for_update(of=("self",))
+        .select_related("patient", "doctor__department", "branch")
+        .get(pk=appointment.pk)
+    )
+    if locked.status not in TRANSITIONS[action]:
+        allowed = " or ".join(TRANSITIONS[action])
+        raise InvalidState(
+            f"Cannot {action.replace('_', ' ')} an appointment that is {locked.status}; it must be {allowed}.",
+            current_status=locked.status,
+        )
+    return locked
+
+
+def _save(appointment: Appointment, fields: list[str]) -> None:
+    appointment.version += 1
+    appointment.updated_at = timezone.now()
+    appointment.save(update_fields=[*fields, "version", "updated_at"])
+
+
+@transaction.atomic
+def appointment_reschedule(
+    *, appointment: Appointment, slot_start: datetime, slot_end: datetime, reason: str = "", actor: str = "system"
+) -> Appointment:
+    """Move a booked appointment to another free cell of the same doctor and branch. Within the same local
+    day the token number is kept; on another day the appointment takes that day's next number."""
+    appointment = _lock(appointment, "reschedule")
+    if (slot_start, slot_end) == (appointment.slot_start, appointment.slot_end):
+        raise FieldError({"new_slot_start": "The appointment is already at that time."})
+    branch = appointment.branch
+    if not is_free_cell(doctor=appointment.doctor, branch=branch, start=slot_start, end=slot_end, ignoring=appointment):
+        raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
+    previous = events.appointment_payload(appointment)
+    before = {
+        "previous_slot_start": appointment.slot_start,
+        "previous_slot_end": appointment.slot_end,
+        "previous_token_number": appointment.token_number,
+    }
+    local_date = slot_start.astimezone(branch.zone).date()
+    if local_date != appointment.local_date:
+        # The old day's number stays taken (numbers are never reused); the new day hands out its next.
+        appointment.token_number = _next_token(appointment.doctor, local_date)
+        appointment.local_date = local_date
+    appointment.slot_start, appointment.slot_end = slot_start, slot_end
+    try:
+        with transaction.atomic():
+            _save(appointment, ["slot_start", "slot_end", "local_date", "token_number"])
+    except IntegrityError as exc:
+        refusal = _overlap_refusal(exc)
+        if refusal is None:
+            raise
+        raise refusal from None
+    _record(appointment, AppointmentChange.Kind.RESCHEDULED, actor=actor, reason=reason, **before)
+    events.publish("appointment.rescheduled", appointment, previous=previous)
+    notifications.schedule("appointment.rescheduled", appointment)
+    return appointment
+
+
+def cancellation_deadline(appointment: Appointment) -> datetime:
+    """The last moment the API may cancel: the branch's cancellation window before the start."""
+    return appointment.slot_start - timedelta(minutes=appointment.branch.cancellation_window_minutes)
+
+
+@transaction.atomic
+def appointment_cancel(
+    *, appointment: Appointment, reason: str, actor: str = "system", enforce_window: bool = True
+) -> Appointment:
+    """Cancel a booked appointment. Through the API the branch's cancellation window applies (409
+    cancellation_window from that many minutes before the start on); staff in the admin pass
+    enforce_window=False. The token number stays with the cancelled appointment."""
+    reason = reason.strip()
+    if not reason:
+        raise FieldError({"reason": "A reason is required to cancel an appointment."})
+    appointment = _lock(appointment, "cancel")
+    now = timezone.now()
+    if enforce_window and now >= cancellation_deadline(appointment):
+        window = appointment.branch.cancellation_window_minutes
+        raise CancellationWindow(
+            f"Appointments at this branch can be cancelled through the API only until {window} minutes before "
+            "they start; ask the clinic's staff.",
+            cancellable_until=cancellation_deadline(appointment).astimezone(appointment.branch.zone).isoformat(),
+        )
+    appointment.status = Status.CANCELLED
+    appointment.cancelled_at = now
+    appointment.cancellation_reason = reason
+    _save(appointment, ["status", "cancelled_at", "cancellation_reason"])
+    _record(appointment, AppointmentChange.Kind.CANCELLED, actor=actor, reason=reason)
+    events.publish("appointment.cancelled", appointment)
+    notifications.schedule("appointment.cancelled", appointment)
+    return appointment
+
+
+@transaction.atomic
+def appointment_check_in(*, appointment: Appointment, actor: str = "system") -> Appointment:
+    appointment = _lock(appointment, "check_in")
+    appointment.status = Status.CHECKED_IN
+    appointment.checked_in_at = timezone.now()
+    _save(appointment, ["status", "checked_in_at"])
+    _record(appointment, AppointmentChange.Kind.CHECKED_IN, actor=actor)
+    events.publish("appointment.checked_in", appointment)
+    return appointment
+
+
+@transaction.atomic
+def appointment_complete(*, appointment: Appointment, actor: str = "system") -> Appointment:
+    """Complete a checked-in appointment and add the outpatient visit to the patient's history."""
+    appointment = _lock(appointment, "complete")
+    now = timezone.now()
+    appointment.visit = Visit.objects.create(
+        patient=appointment.patient,
+        type=Visit.Type.OUTPATIENT,
+        doctor=appointment.doctor,
+        department=appointment.doctor.department,
+        branch=appointment.branch,
+        start=appointment.checked_in_at or appointment.slot_start,
+        end=now,
+        reason=(appointment.notes or appointment.get_visit_type_display())[:255],
+    )
+    appointment.status = Status.COMPLETED
+    appointment.completed_at = now
+    _save(appointment, ["status", "completed_at", "visit"])
+    _record(appointment, AppointmentChange.Kind.COMPLETED, actor=actor)
+    events.publish("appointment.completed", appointment)
+    return appointment
+
+
+@transaction.atomic
+def appointment_no_show(*, appointment: Appointment, actor: str = "system") -> Appointment:
+    appointment = _lock(appointment, "no_show")
+    appointment.status = Status.NO_SHOW
+    _save(appointment, ["status"])
+    _record(appointment, AppointmentChange.Kind.NO_SHOW, actor=actor)
+    events.publish("appointment.no_show", appointment)
     return appointment

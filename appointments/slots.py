@@ -41,19 +41,27 @@ def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> l
     return cells
 
 
-def free_cells(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
+# The cell lengths GET slots offers (its `duration`, whole minutes 5..240): no other interval is a cell.
+SHORTEST_CELL, LONGEST_CELL = timedelta(minutes=5), timedelta(minutes=240)
+
+
+def free_cells(
+    *, doctor: Doctor, branch: Branch, day: date, duration: timedelta, ignoring: Appointment | None = None
+) -> list[Cell]:
+    """The free cells; `ignoring` is an appointment being rescheduled, whose own time does not block."""
     cells = grid(doctor=doctor, branch=branch, day=day, duration=duration)
     if not cells:
         return []
     now = timezone.now()
-    busy = list(
-        Appointment.objects.filter(
-            doctor=doctor,
-            status__in=Appointment.ACTIVE_STATUSES,
-            slot_start__lt=cells[-1].end,
-            slot_end__gt=cells[0].start,
-        ).values_list("slot_start", "slot_end")
+    appointments = Appointment.objects.filter(
+        doctor=doctor,
+        status__in=Appointment.ACTIVE_STATUSES,
+        slot_start__lt=cells[-1].end,
+        slot_end__gt=cells[0].start,
     )
+    if ignoring is not None:
+        appointments = appointments.exclude(pk=ignoring.pk)
+    busy = list(appointments.values_list("slot_start", "slot_end"))
     return [
         cell
         for cell in cells
@@ -61,9 +69,15 @@ def free_cells(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta
     ]
 
 
-def is_free_cell(*, doctor: Doctor, branch: Branch, start: datetime, end: datetime) -> bool:
+def is_free_cell(
+    *, doctor: Doctor, branch: Branch, start: datetime, end: datetime, ignoring: Appointment | None = None
+) -> bool:
     """Booking rule: [start, end) is exactly one of the free cells for that duration and local date."""
-    if end <= start:
+    duration = end - start
+    # Checked before the grid is built: a one-second interval is otherwise a cell of the one-second grid,
+    # and a one-microsecond interval would make it enumerate billions of cells.
+    if not SHORTEST_CELL <= duration <= LONGEST_CELL or duration % timedelta(minutes=1):
         return False
     day = start.astimezone(branch.zone).date()
-    return Cell(start, end) in set(free_cells(doctor=doctor, branch=branch, day=day, duration=end - start))
+    cells = free_cells(doctor=doctor, branch=branch, day=day, duration=duration, ignoring=ignoring)
+    return Cell(start, end) in set(cells)

@@ -242,6 +242,34 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {},
 }
 
+# --- Patient notifications (switched on in the admin: Integrations > Notification settings) --------
+
+# SMS: "console" prints messages to the worker's log (development); "http" posts them to SMS_GATEWAY_URL.
+SMS_BACKEND = env_str("SMS_BACKEND", default="console")
+if SMS_BACKEND not in ("console", "http"):
+    raise ImproperlyConfigured('SMS_BACKEND must be "console" or "http".')
+SMS_GATEWAY_URL = env_str("SMS_GATEWAY_URL", default="")
+if SMS_BACKEND == "http" and not SMS_GATEWAY_URL:
+    raise ImproperlyConfigured("SMS_GATEWAY_URL is required when SMS_BACKEND is http.")
+SMS_GATEWAY_TOKEN = env_str("SMS_GATEWAY_TOKEN", default="")
+SMS_SENDER_ID = env_str("SMS_SENDER_ID", default="CLINIC")
+# E-mail through Django's mail backend: console in development, SMTP when EMAIL_HOST is set.
+EMAIL_HOST = env_str("EMAIL_HOST", default="")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    default="django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+EMAIL_TIMEOUT = 15
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", default="appointments@clinic.invalid")
+# A failed send is retried this many times in all, a minute apart, before it is left as failed.
+NOTIFICATION_MAX_ATTEMPTS = env_int("NOTIFICATION_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
+
 # --- Security ---------------------------------------------------------------------------------------
 
 FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", default="")

@@ -1,27 +1,39 @@
-"""GET /api/v1/appointments/slots, POST /api/v1/appointments, GET /api/v1/appointments/{id}.
+"""The appointment endpoints: slots, booking, list, detail, reschedule, cancel and the status changes.
 
-Rescheduling, cancelling, check-in, completion, no-show and the appointment list come in the next slice.
+Views parse, call one selector or service and answer with the appointment object of CONTRACT section 7
+(appointment_payload, the same builder the events use).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from appointments import services
+from appointments.api import schema
+from appointments.api.serializers import (
+    AppointmentListParams,
+    BookingSerializer,
+    CancelParams,
+    EmptyBody,
+    RescheduleSerializer,
+    SlotParams,
+)
 from appointments.events import appointment_payload
 from appointments.models import Appointment
-from appointments.selectors import appointment_get, doctor_branch_resolve
+from appointments.selectors import appointment_get, appointment_list, doctor_branch_resolve
 from appointments.slots import free_cells
 from clinic.api.errors import register_problem
-from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
+from clinic.api.pagination import HeaderPagination
+from clinic.api.schema import pagination_parameters
 from clinic.api.views import ClinicAPIView
 from clinic.errors import FieldError, NotFound
 from clinic.selectors import doctor_get
+from patients.models import Patient
 from patients.selectors import patient_get
 
 register_problem(
@@ -30,18 +42,32 @@ register_problem(
     "Slot unavailable",
     "The interval is not a free slot of the doctor, or the patient already has an appointment then.",
 )
-
-
-class SlotParams(serializers.Serializer):
-    doctor_id = serializers.UUIDField()
-    date = serializers.DateField()
-    branch_id = serializers.UUIDField(required=False)
-    duration = serializers.IntegerField(required=False, min_value=5, max_value=240)
-
-
-SlotSchema = inline_serializer(
-    "Slot", {"start_time": serializers.DateTimeField(), "end_time": serializers.DateTimeField()}, many=True
+register_problem(
+    "cancellation_window",
+    409,
+    "Inside the cancellation window",
+    "The appointment starts within the branch's cancellation window; only staff can cancel it now. "
+    "See cancellable_until.",
 )
+
+_ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Appointment UUID (appointment_id).")
+_NOT_FOUND = OpenApiResponse(
+    description="`not_found`: unknown id, or an appointment at a branch the client may not see."
+)
+_INVALID_STATE = OpenApiResponse(
+    description="`invalid_state`: not allowed from the current status (see current_status)."
+)
+
+
+class AppointmentView(ClinicAPIView):
+    @property
+    def actor(self) -> str:
+        """Who made a change, for the appointment's history."""
+        return f"api:{self.api_client.name}"
+
+    def respond(self, appointment: Appointment, status: int = 200, **kwargs: object) -> Response:
+        self.audit_patients([appointment.patient_id])
+        return Response(appointment_payload(appointment), status=status, **kwargs)  # type: ignore[arg-type]
 
 
 class SlotListView(ClinicAPIView):
@@ -63,7 +89,7 @@ class SlotListView(ClinicAPIView):
             OpenApiParameter("branch_id", str, description="Branch UUID; required for doctors at several branches."),
             OpenApiParameter("duration", int, description="Cell length in minutes, 5..240 (default: the doctor's)."),
         ],
-        responses={200: SlotSchema},
+        responses={200: schema.SlotSchema},
         examples=[
             OpenApiExample(
                 "Morning slots",
@@ -94,72 +120,41 @@ class SlotListView(ClinicAPIView):
         return Response(slots, headers={"X-Total-Count": str(len(slots))})
 
 
-class BookingSerializer(StrictSerializer):
-    patient_id = serializers.CharField(max_length=64, help_text="Patient UUID or patient_id (PAT-000123).")
-    doctor_id = serializers.UUIDField()
-    branch_id = serializers.UUIDField(required=False, help_text="Required for doctors at several branches.")
-    slot_start = OffsetDateTimeField()
-    slot_end = OffsetDateTimeField()
-    visit_type = serializers.ChoiceField(
-        choices=Appointment.VisitType.choices, default=Appointment.VisitType.CONSULTATION
+class AppointmentListCreateView(AppointmentView):
+    required_scopes = {"GET": "appointments:read", "POST": "appointments:write"}
+
+    @extend_schema(
+        operation_id="appointments_list",
+        summary="List appointments",
+        description=(
+            "Appointments at the branches the client may see, in slot order (then id). `date`, `date_from` and "
+            "`date_to` are the branch-local day of the slot. A `patient_id`, `doctor_id` or `branch_id` that does "
+            "not exist (or is not visible to the client) is a 400 naming it. Scope: `appointments:read`."
+        ),
+        parameters=[
+            *pagination_parameters(),
+            OpenApiParameter("patient_id", str, description="Patient UUID or patient_id (PAT-000123)."),
+            OpenApiParameter("doctor_id", str, description="Doctor UUID."),
+            OpenApiParameter("branch_id", str, description="Branch UUID."),
+            OpenApiParameter("date", str, description="Local day of the slot, YYYY-MM-DD."),
+            OpenApiParameter("date_from", str, description="From this local day (inclusive)."),
+            OpenApiParameter("date_to", str, description="Up to this local day (inclusive)."),
+            OpenApiParameter("status", str, enum=list(Appointment.Status.values), description="One status."),
+        ],
+        responses={200: OpenApiResponse(schema.AppointmentSchema(many=True), description="A bare JSON array.")},
+        examples=[OpenApiExample("Appointments", response_only=True, value=[schema.APPOINTMENT])],
     )
-    notes = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-
-_APPOINTMENT_EXAMPLE = {
-    "appointment_id": "5b8f5a8e-3c2d-4d7e-9a0b-1c2d3e4f5a6b",
-    "token_number": 7,
-    "status": "booked",
-    "patient_id": "PAT-000123",
-    "patient": {"id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10", "name": "Priya Sharma"},
-    "doctor": {
-        "id": "7599fc20-8d9b-4406-96d0-16a9a77dff32",
-        "name": "Dr. Ananya Rao",
-        "department": "General Medicine",
-    },
-    "branch_id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
-    "slot_start": "2026-11-23T09:15:00+05:30",
-    "slot_end": "2026-11-23T09:30:00+05:30",
-    "visit_type": "consultation",
-    "notes": "",
-    "created_at": "2026-11-21T18:02:11+05:30",
-    "updated_at": "2026-11-21T18:02:11+05:30",
-    "checked_in_at": None,
-    "completed_at": None,
-    "cancelled_at": None,
-    "cancellation_reason": None,
-    "version": 1,
-}
-
-
-class AppointmentSchema(serializers.Serializer):
-    """The appointment object of the responses and events (appointment_payload builds it)."""
-
-    appointment_id = serializers.UUIDField()
-    token_number = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=Appointment.Status.choices)
-    patient_id = serializers.CharField()
-    patient = inline_serializer("AppointmentPatient", {"id": serializers.UUIDField(), "name": serializers.CharField()})
-    doctor = inline_serializer(
-        "AppointmentDoctor",
-        {"id": serializers.UUIDField(), "name": serializers.CharField(), "department": serializers.CharField()},
-    )
-    branch_id = serializers.UUIDField()
-    slot_start = serializers.DateTimeField()
-    slot_end = serializers.DateTimeField()
-    visit_type = serializers.ChoiceField(choices=Appointment.VisitType.choices)
-    notes = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    checked_in_at = serializers.DateTimeField(allow_null=True)
-    completed_at = serializers.DateTimeField(allow_null=True)
-    cancelled_at = serializers.DateTimeField(allow_null=True)
-    cancellation_reason = serializers.CharField(allow_null=True)
-    version = serializers.IntegerField()
-
-
-class AppointmentCreateView(ClinicAPIView):
-    required_scopes = {"POST": "appointments:write"}
+    def get(self, request: Request) -> Response:
+        pagination = HeaderPagination(request)
+        params = AppointmentListParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        filters = dict(params.validated_data)
+        patient = _patient_param(self, filters.pop("patient_id", None))
+        page = pagination.paginate(
+            appointment_list(client=self.api_client, patient=patient, day=filters.pop("date", None), **filters)
+        )
+        self.audit_patients(appointment.patient_id for appointment in page)
+        return pagination.response([appointment_payload(appointment) for appointment in page])
 
     @extend_schema(
         operation_id="appointments_create",
@@ -168,10 +163,11 @@ class AppointmentCreateView(ClinicAPIView):
             "Accepted exactly when `[slot_start, slot_end)` is one of the free cells GET slots returns for that "
             "doctor, branch, date and duration; datetimes need a UTC offset. The token number is the next of "
             "that doctor's local day. 409 `slot_unavailable` otherwise, or when the patient already has an "
-            "overlapping active appointment. Honours `Idempotency-Key`. Scope: `appointments:write`."
+            "overlapping active appointment. `visit_type` defaults to `consultation`. Notifies the patient when "
+            "notifications are enabled. Honours `Idempotency-Key`. Scope: `appointments:write`."
         ),
         request=BookingSerializer,
-        responses={201: AppointmentSchema, 409: OpenApiResponse(description="`slot_unavailable`.")},
+        responses={201: schema.AppointmentSchema, 409: OpenApiResponse(description="`slot_unavailable`.")},
         examples=[
             OpenApiExample(
                 "Booking",
@@ -186,7 +182,7 @@ class AppointmentCreateView(ClinicAPIView):
                     "notes": "Fever for three days",
                 },
             ),
-            OpenApiExample("Booked", response_only=True, status_codes=["201"], value=_APPOINTMENT_EXAMPLE),
+            schema.BOOKED,
         ],
     )
     def post(self, request: Request) -> Response:
@@ -194,44 +190,192 @@ class AppointmentCreateView(ClinicAPIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         client = self.api_client
-        try:
-            patient = patient_get(client=client, ref=data["patient_id"])
-        except NotFound:
-            raise FieldError({"patient_id": "No such patient available to this client."}) from None
+        patient = _patient_param(self, data["patient_id"])
         try:
             doctor = doctor_get(client=client, doctor_id=str(data["doctor_id"]))
         except NotFound:
             raise FieldError({"doctor_id": "No such doctor available to this client."}) from None
         branch = doctor_branch_resolve(client=client, doctor=doctor, branch_id=data.get("branch_id"))
-        self.audit_patients([patient.id])
         appointment = services.appointment_book(
-            patient=patient,
+            patient=patient,  # type: ignore[arg-type]
             doctor=doctor,
             branch=branch,
             slot_start=data["slot_start"],
             slot_end=data["slot_end"],
             visit_type=data["visit_type"],
             notes=data["notes"],
+            actor=self.actor,
         )
-        return Response(
-            appointment_payload(appointment),
-            status=201,
-            headers={"Location": f"/api/v1/appointments/{appointment.id}"},
-        )
+        return self.respond(appointment, 201, headers={"Location": f"/api/v1/appointments/{appointment.id}"})
 
 
-class AppointmentDetailView(ClinicAPIView):
-    required_scopes = {"GET": "appointments:read"}
+def _patient_param(view: ClinicAPIView, ref: str | None) -> Patient | None:
+    """A patient named in a body or query: unknown or not visible is a 400 on patient_id, not a 404."""
+    if ref is None:
+        return None
+    try:
+        patient = patient_get(client=view.api_client, ref=ref)
+    except NotFound:
+        raise FieldError({"patient_id": "No such patient available to this client."}) from None
+    view.audit_patients([patient.id])
+    return patient
+
+
+class AppointmentDetailView(AppointmentView):
+    required_scopes = {"GET": "appointments:read", "DELETE": "appointments:write"}
 
     @extend_schema(
         operation_id="appointments_retrieve",
         summary="Get an appointment",
-        description="Scope: `appointments:read`. 404 for an unknown id or an appointment at another branch.",
-        parameters=[OpenApiParameter("id", str, OpenApiParameter.PATH, description="Appointment UUID.")],
-        responses={200: AppointmentSchema},
-        examples=[OpenApiExample("Appointment", response_only=True, value=_APPOINTMENT_EXAMPLE)],
+        description="Scope: `appointments:read`.",
+        parameters=[_ID],
+        responses={200: schema.AppointmentSchema, 404: _NOT_FOUND},
+        examples=[schema.BOOKED, schema.COMPLETED],
     )
     def get(self, request: Request, id: str) -> Response:
+        return self.respond(appointment_get(client=self.api_client, appointment_id=id))
+
+    @extend_schema(
+        operation_id="appointments_cancel",
+        summary="Cancel an appointment",
+        description=(
+            "Cancels a `booked` appointment; `reason` is required. From the branch's cancellation window before "
+            "`slot_start` on (and once it has started), the API refuses with 409 `cancellation_window` and "
+            "`cancellable_until`; staff can still cancel in the admin. The token number stays with the "
+            "cancelled appointment and is not reused; the slot becomes free. Notifies the patient when "
+            "notifications are enabled. Scope: `appointments:write`."
+        ),
+        parameters=[
+            _ID,
+            OpenApiParameter("reason", str, required=True, description="Why the appointment is cancelled."),
+        ],
+        responses={
+            200: schema.AppointmentSchema,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state` (not booked) or `cancellation_window`."),
+        },
+        examples=[schema.CANCELLED, schema.INVALID_STATE],
+    )
+    def delete(self, request: Request, id: str) -> Response:
+        params = CancelParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
         appointment = appointment_get(client=self.api_client, appointment_id=id)
-        self.audit_patients([appointment.patient_id])
-        return Response(appointment_payload(appointment))
+        return self.respond(
+            services.appointment_cancel(
+                appointment=appointment, reason=params.validated_data["reason"], actor=self.actor
+            )
+        )
+
+
+class AppointmentRescheduleView(AppointmentView):
+    required_scopes = {"PATCH": "appointments:write"}
+
+    @extend_schema(
+        operation_id="appointments_reschedule",
+        summary="Reschedule an appointment",
+        description=(
+            "Moves a `booked` appointment to another free cell of the same doctor at the same branch (the rule "
+            "of booking: one of the cells GET slots returns; the appointment's own time does not count as "
+            "taken). Within the same local day the token number is kept; on another day the appointment takes "
+            "that day's next number. `reason` is kept in the appointment's history. The "
+            "`appointment.rescheduled` event carries the previous appointment. Honours `Idempotency-Key`. "
+            "Scope: `appointments:write`."
+        ),
+        parameters=[_ID],
+        request=RescheduleSerializer,
+        responses={
+            200: schema.AppointmentSchema,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`slot_unavailable` or `invalid_state` (not booked)."),
+        },
+        examples=[
+            OpenApiExample(
+                "Reschedule",
+                request_only=True,
+                value={
+                    "new_slot_start": "2026-11-23T11:00:00+05:30",
+                    "new_slot_end": "2026-11-23T11:15:00+05:30",
+                    "reason": "Patient asked for a later time",
+                },
+            ),
+            schema.RESCHEDULED,
+            schema.INVALID_STATE,
+        ],
+    )
+    def patch(self, request: Request, id: str) -> Response:
+        body = RescheduleSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        appointment = appointment_get(client=self.api_client, appointment_id=id)
+        return self.respond(
+            services.appointment_reschedule(
+                appointment=appointment,
+                slot_start=body.validated_data["new_slot_start"],
+                slot_end=body.validated_data["new_slot_end"],
+                reason=body.validated_data["reason"],
+                actor=self.actor,
+            )
+        )
+
+
+class _TransitionView(AppointmentView):
+    """POST …/{id}/<action>: no body, 200 with the appointment, 409 invalid_state from any other status."""
+
+    required_scopes = {"POST": "appointments:write"}
+    service: Callable[..., Appointment]
+
+    def post(self, request: Request, id: str) -> Response:
+        EmptyBody(data=request.data or {}).is_valid(raise_exception=True)
+        appointment = appointment_get(client=self.api_client, appointment_id=id)
+        return self.respond(type(self).service(appointment=appointment, actor=self.actor))
+
+
+def _transition_schema(operation: str, summary: str, description: str, example: OpenApiExample):
+    return extend_schema(
+        operation_id=f"appointments_{operation}",
+        summary=summary,
+        description=f"{description} Takes no body. Scope: `appointments:write`.",
+        parameters=[_ID],
+        request=None,
+        responses={200: schema.AppointmentSchema, 404: _NOT_FOUND, 409: _INVALID_STATE},
+        examples=[example, schema.INVALID_STATE],
+    )
+
+
+class AppointmentCheckInView(_TransitionView):
+    service = staticmethod(services.appointment_check_in)
+
+    @_transition_schema(
+        "check_in",
+        "Check a patient in",
+        "`booked` -> `checked_in`; sets `checked_in_at` and publishes `appointment.checked_in`.",
+        schema.CHECKED_IN,
+    )
+    def post(self, request: Request, id: str) -> Response:
+        return super().post(request, id)
+
+
+class AppointmentCompleteView(_TransitionView):
+    service = staticmethod(services.appointment_complete)
+
+    @_transition_schema(
+        "complete",
+        "Complete an appointment",
+        "`checked_in` -> `completed`; sets `completed_at`, adds an outpatient visit to the patient's history "
+        "(shown in the patient profile) and publishes `appointment.completed`.",
+        schema.COMPLETED,
+    )
+    def post(self, request: Request, id: str) -> Response:
+        return super().post(request, id)
+
+
+class AppointmentNoShowView(_TransitionView):
+    service = staticmethod(services.appointment_no_show)
+
+    @_transition_schema(
+        "no_show",
+        "Mark a no-show",
+        "`booked` -> `no_show`; frees the slot, keeps the token number and publishes `appointment.no_show`.",
+        schema.NO_SHOW,
+    )
+    def post(self, request: Request, id: str) -> Response:
+        return super().post(request, id)

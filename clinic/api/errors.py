@@ -45,6 +45,9 @@ PROBLEM_KINDS: dict[str, ProblemKind] = {
     "method_not_allowed": ProblemKind(405, "Method not allowed", "See the Allow header."),
     "not_acceptable": ProblemKind(406, "Not acceptable", "The API produces application/json only."),
     "conflict": ProblemKind(409, "Conflict", "The request conflicts with the current state."),
+    "invalid_state": ProblemKind(
+        409, "Invalid state", "The operation is not allowed in the resource's current status; see current_status."
+    ),
     "idempotency_key_in_use": ProblemKind(
         409, "Idempotency key in use", "A request with this Idempotency-Key is still being processed."
     ),

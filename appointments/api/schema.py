@@ -1,0 +1,122 @@
+"""OpenAPI descriptions of the appointment object and examples (the views build bodies with
+appointments.events.appointment_payload, the same builder as the events)."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+
+from drf_spectacular.utils import OpenApiExample, inline_serializer
+from rest_framework import serializers
+
+from appointments.models import Appointment
+
+SlotSchema = inline_serializer(
+    "Slot", {"start_time": serializers.DateTimeField(), "end_time": serializers.DateTimeField()}, many=True
+)
+
+
+class AppointmentSchema(serializers.Serializer):
+    """The appointment object of the responses and events."""
+
+    appointment_id = serializers.UUIDField()
+    token_number = serializers.IntegerField(help_text="Queue position, per doctor per branch-local day.")
+    status = serializers.ChoiceField(choices=Appointment.Status.choices)
+    patient_id = serializers.CharField(help_text="The patient's business id.")
+    patient = inline_serializer("AppointmentPatient", {"id": serializers.UUIDField(), "name": serializers.CharField()})
+    doctor = inline_serializer(
+        "AppointmentDoctor",
+        {"id": serializers.UUIDField(), "name": serializers.CharField(), "department": serializers.CharField()},
+    )
+    branch_id = serializers.UUIDField()
+    slot_start = serializers.DateTimeField(help_text="With the branch's UTC offset.")
+    slot_end = serializers.DateTimeField()
+    visit_type = serializers.ChoiceField(choices=Appointment.VisitType.choices)
+    notes = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    checked_in_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    cancelled_at = serializers.DateTimeField(allow_null=True)
+    cancellation_reason = serializers.CharField(allow_null=True)
+    version = serializers.IntegerField(help_text="Increases with every change.")
+
+
+APPOINTMENT = {
+    "appointment_id": "5b8f5a8e-3c2d-4d7e-9a0b-1c2d3e4f5a6b",
+    "token_number": 7,
+    "status": "booked",
+    "patient_id": "PAT-000123",
+    "patient": {"id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10", "name": "Priya Sharma"},
+    "doctor": {
+        "id": "7599fc20-8d9b-4406-96d0-16a9a77dff32",
+        "name": "Dr. Ananya Rao",
+        "department": "General Medicine",
+    },
+    "branch_id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
+    "slot_start": "2026-11-23T09:15:00+05:30",
+    "slot_end": "2026-11-23T09:30:00+05:30",
+    "visit_type": "consultation",
+    "notes": "",
+    "created_at": "2026-11-21T18:02:11+05:30",
+    "updated_at": "2026-11-21T18:02:11+05:30",
+    "checked_in_at": None,
+    "completed_at": None,
+    "cancelled_at": None,
+    "cancellation_reason": None,
+    "version": 1,
+}
+
+
+def appointment_example(name: str, status_code: str = "200", **changes: object) -> OpenApiExample:
+    value = deepcopy(APPOINTMENT)
+    value.update(changes)
+    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
+
+
+BOOKED = appointment_example("Booked", "201")
+RESCHEDULED = appointment_example(
+    "Rescheduled",
+    slot_start="2026-11-23T11:00:00+05:30",
+    slot_end="2026-11-23T11:15:00+05:30",
+    updated_at="2026-11-22T10:00:00+05:30",
+    version=2,
+)
+CANCELLED = appointment_example(
+    "Cancelled",
+    status="cancelled",
+    cancelled_at="2026-11-22T10:00:00+05:30",
+    updated_at="2026-11-22T10:00:00+05:30",
+    cancellation_reason="Patient travelling",
+    version=2,
+)
+CHECKED_IN = appointment_example(
+    "Checked in",
+    status="checked_in",
+    checked_in_at="2026-11-23T09:05:40+05:30",
+    updated_at="2026-11-23T09:05:40+05:30",
+    version=2,
+)
+COMPLETED = appointment_example(
+    "Completed",
+    status="completed",
+    checked_in_at="2026-11-23T09:05:40+05:30",
+    completed_at="2026-11-23T09:31:02+05:30",
+    updated_at="2026-11-23T09:31:02+05:30",
+    version=3,
+)
+NO_SHOW = appointment_example("No-show", status="no_show", updated_at="2026-11-23T10:00:00+05:30", version=2)
+
+INVALID_STATE = OpenApiExample(
+    "Invalid state",
+    response_only=True,
+    status_codes=["409"],
+    value={
+        "type": "/api/v1/problems/invalid_state",
+        "title": "Invalid state",
+        "status": 409,
+        "detail": "Cannot check in an appointment that is cancelled; it must be booked.",
+        "code": "invalid_state",
+        "current_status": "cancelled",
+        "request_id": "6f1d2c3b4a5e",
+    },
+)

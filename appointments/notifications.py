@@ -1,0 +1,62 @@
+"""Patient notifications for appointments: when one is due (booking, reschedule, cancellation, if the
+admin enabled them) and its text. Sending happens in a Celery task after commit; integrations sends
+and logs each attempt."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from appointments.models import Appointment
+from integrations.notifications import Message, notification_channels
+
+logger = logging.getLogger("appointments.notifications")
+
+_SUBJECTS = {
+    "appointment.booked": "Appointment confirmed",
+    "appointment.rescheduled": "Appointment rescheduled",
+    "appointment.cancelled": "Appointment cancelled",
+}
+
+
+def schedule(event_type: str, appointment: Appointment) -> None:
+    """Queue the notification of `event_type` after the current transaction commits (nothing is sent
+    for a change that rolls back). A broker outage is logged, never raised into the committed request."""
+    if not notification_channels(event_type=event_type, branch_id=appointment.branch_id):
+        return
+    from appointments.tasks import appointment_notify
+
+    args = (str(appointment.pk), event_type, appointment.version)
+
+    def enqueue() -> None:
+        try:
+            appointment_notify.delay(*args)
+        except Exception:  # the broker is down: the change is committed, the notification is lost
+            logger.exception("could not queue %s notification for %s", event_type, args[0])
+
+    transaction.on_commit(enqueue)
+
+
+def message_build(event_type: str, appointment: Appointment, *, version: int) -> Message:
+    """The text of the notification; `version` is the appointment's version when it was queued (the
+    dedupe key), since the appointment may have changed again before the task runs."""
+    patient, doctor, branch = appointment.patient, appointment.doctor, appointment.branch
+    when = appointment.slot_start.astimezone(branch.zone).strftime("%a %d %b %Y, %I:%M %p")
+    at = f"with {doctor.name} at {branch.name} on {when}"
+    if event_type == "appointment.cancelled":
+        text = f"Your appointment {at} (token {appointment.token_number}) has been cancelled."
+    elif event_type == "appointment.rescheduled":
+        text = f"Your appointment has been moved: it is now {at}, token {appointment.token_number}."
+    else:
+        text = f"Your appointment {at} is confirmed. Your token number is {appointment.token_number}."
+    return Message(
+        event_type=event_type,
+        subject_id=appointment.pk,
+        patient_ref=patient.pk,
+        version=version,
+        phone=patient.phone,
+        email=patient.email,
+        subject=f"{_SUBJECTS[event_type]}: {when}",
+        text=f"Dear {patient.first_name}, {text[0].lower()}{text[1:]}",
+    )

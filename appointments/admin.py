@@ -1,9 +1,19 @@
 """Scheduling in the admin: weekly sessions (overlaps refused by the database constraint), leave,
-holidays; appointments are listed here (booking and lifecycle go through services)."""
+holidays; appointments with their history and staff actions (check in, complete, no-show, cancel)."""
 
-from django.contrib import admin
+from collections.abc import Callable
+from typing import Any
 
-from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from appointments import services
+from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
+from clinic.errors import DomainError
 
 
 @admin.register(WeeklySession)
@@ -34,12 +44,95 @@ class BranchHolidayAdmin(admin.ModelAdmin):
     date_hierarchy = "date"
 
 
+class AppointmentChangeInline(admin.TabularInline):
+    model = AppointmentChange
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = (
+        "version",
+        "kind",
+        "at",
+        "actor",
+        "reason",
+        "previous_slot_start",
+        "previous_token_number",
+    )
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class CancelForm(forms.Form):
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
+
+
 @admin.register(Appointment)
 class AppointmentAdmin(admin.ModelAdmin):
-    list_display = ["slot_start", "token_number", "doctor", "patient", "branch", "status", "visit_type"]
+    """Appointments are booked through the API; here staff follow them and change their status. Every
+    action goes through the same services as the API (history row, event, notification)."""
+
+    list_display = ["slot_start", "token_number", "doctor", "patient", "branch", "status", "visit_type", "version"]
     list_filter = ["status", "branch", "visit_type", "doctor__department"]
     list_select_related = ["doctor", "patient", "branch"]
-    search_fields = ["patient__patient_id", "patient__last_name", "doctor__name"]
-    raw_id_fields = ["patient"]
+    search_fields = ["=id", "patient__patient_id", "patient__last_name", "doctor__name"]
     date_hierarchy = "slot_start"
-    readonly_fields = ["token_number", "local_date", "version", "created_at", "updated_at"]
+    readonly_fields = [field.name for field in Appointment._meta.fields]
+    inlines = [AppointmentChangeInline]
+    actions = ["check_in", "complete", "mark_no_show", "cancel"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # an appointment is cancelled, never deleted: its token number and history stay
+
+    def _apply(
+        self, request: HttpRequest, queryset: QuerySet[Appointment], service: Callable[..., Appointment], **kwargs: Any
+    ) -> None:
+        done, refused = 0, []
+        for appointment in queryset:
+            try:
+                service(appointment=appointment, actor=f"staff:{request.user.get_username()}", **kwargs)
+                done += 1
+            except DomainError as exc:
+                refused.append(f"{appointment}: {exc.detail}")
+        if done:
+            self.message_user(request, f"{done} appointment(s) updated.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.ERROR)
+
+    @admin.action(description="Check in the selected appointments", permissions=["change"])
+    def check_in(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> None:
+        self._apply(request, queryset, services.appointment_check_in)
+
+    @admin.action(description="Complete the selected appointments", permissions=["change"])
+    def complete(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> None:
+        self._apply(request, queryset, services.appointment_complete)
+
+    @admin.action(description="Mark the selected appointments as no-show", permissions=["change"])
+    def mark_no_show(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> None:
+        self._apply(request, queryset, services.appointment_no_show)
+
+    @admin.action(description="Cancel the selected appointments (staff: ignores the window)", permissions=["change"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> HttpResponse | None:
+        form = CancelForm(request.POST if "confirm" in request.POST else None)
+        if form.is_valid():
+            self._apply(
+                request, queryset, services.appointment_cancel, reason=form.cleaned_data["reason"], enforce_window=False
+            )
+            return None
+        return TemplateResponse(
+            request,
+            "admin/appointments/appointment/cancel.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Cancel appointments",
+                "opts": self.model._meta,
+                "appointments": queryset,
+                "form": form,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            },
+        )

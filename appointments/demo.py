@@ -1,17 +1,24 @@
 """Demo scheduling data for `seed_demo`: weekly sessions on every day of the week, a leave, a holiday and
-a few bookings. Idempotent."""
+appointments in every status. Idempotent."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime, time, timedelta
+from datetime import date, time, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
 from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
-from appointments.services import SlotUnavailable, appointment_book
-from clinic.models import Doctor
+from appointments.services import (
+    appointment_book,
+    appointment_cancel,
+    appointment_check_in,
+    appointment_complete,
+    appointment_no_show,
+)
+from appointments.slots import free_cells
+from clinic.models import Branch, Doctor
 from patients.models import Patient
 
 MORNING = (time(9, 0), time(13, 0))
@@ -38,22 +45,33 @@ def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]
             branch=home, date=date(timezone.localdate().year, 12, 25), defaults={"name": "Christmas"}
         )
     if not Appointment.objects.filter(patient__in=patients).exists() and home is not None:
-        day = timezone.localdate() + timedelta(days=1)
-        for index, patient in enumerate(patients[:3]):
-            slot_start = datetime.combine(day, MORNING[0], tzinfo=home.zone) + timedelta(
-                minutes=first.default_slot_minutes * index
-            )
-            try:
-                appointment_book(
-                    patient=patient,
-                    doctor=first,
-                    branch=home,
-                    slot_start=slot_start,
-                    slot_end=slot_start + timedelta(minutes=first.default_slot_minutes),
-                )
-            except SlotUnavailable:
-                continue  # a holiday or leave on that day: the demo simply has fewer bookings
+        _seed_appointments(doctor=first, branch=home, patients=patients[:7])
     return {
         "sessions": WeeklySession.objects.filter(doctor__in=doctors).count(),
         "appointments": Appointment.objects.filter(patient__in=patients).count(),
     }
+
+
+def _seed_appointments(*, doctor: Doctor, branch: Branch, patients: Sequence[Patient]) -> None:
+    """Seven bookings on the doctor's next open day, then one appointment in every other status."""
+    length = timedelta(minutes=doctor.default_slot_minutes)
+    for offset in range(1, 15):
+        cells = free_cells(
+            doctor=doctor, branch=branch, day=timezone.localdate() + timedelta(days=offset), duration=length
+        )
+        if len(cells) >= len(patients):
+            break
+    else:
+        return
+    booked = [
+        appointment_book(
+            patient=patient, doctor=doctor, branch=branch, slot_start=cell.start, slot_end=cell.end, actor="seed_demo"
+        )
+        for patient, cell in zip(patients, cells, strict=False)
+    ]
+    if len(booked) < 7:
+        return
+    appointment_check_in(appointment=booked[3], actor="seed_demo")
+    appointment_complete(appointment=appointment_check_in(appointment=booked[4], actor="seed_demo"), actor="seed_demo")
+    appointment_cancel(appointment=booked[5], reason="Patient travelling", actor="seed_demo", enforce_window=False)
+    appointment_no_show(appointment=booked[6], actor="seed_demo")

@@ -210,11 +210,12 @@ class AppointmentChange(models.Model):
         CHECKED_IN = "checked_in"
         COMPLETED = "completed"
         NO_SHOW = "no_show"
+        TOKEN_RENUMBERED = "token_renumbered"
 
     id = models.BigAutoField(primary_key=True)
     appointment = models.ForeignKey(Appointment, on_delete=models.CASCADE, related_name="changes")
     version = models.PositiveIntegerField(help_text="The appointment's version after this change.")
-    kind = models.CharField(max_length=12, choices=Kind.choices)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
     at = models.DateTimeField()
     actor = models.CharField(max_length=200, help_text='"api:<client name>", "staff:<username>" or "system".')
     reason = models.CharField(max_length=500, blank=True)

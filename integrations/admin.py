@@ -1,4 +1,5 @@
-"""Admin for API clients (secret shown exactly once), access tokens and the read-only audit log."""
+"""Admin for API clients (secret shown exactly once), access tokens, the read-only audit log, patient
+notification settings and the read-only notification log."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
-from integrations.models import ApiClient, AuditLogEntry, validate_network
+from integrations.models import (
+    ApiClient,
+    AuditLogEntry,
+    NotificationAttempt,
+    NotificationSettings,
+    validate_network,
+)
 from integrations.scopes import SCOPE_CHOICES
 from integrations.services import api_client_rotate_secret, api_client_set_active
 
@@ -157,6 +165,48 @@ class AuditLogEntryAdmin(admin.ModelAdmin):
         except ValueError:
             return super().get_search_results(request, queryset, search_term)
         return queryset.filter(patient_ids__contains=[patient_id]), False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(NotificationSettings)
+class NotificationSettingsAdmin(admin.ModelAdmin):
+    """One row: the list page opens it directly."""
+
+    fieldsets = [
+        ("Channels", {"fields": ["sms_enabled", "email_enabled"]}),
+        ("Events", {"fields": ["on_booked", "on_rescheduled", "on_cancelled"]}),
+        ("Scope", {"fields": ["branches"]}),
+    ]
+    filter_horizontal = ["branches"]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        settings_row = NotificationSettings.load()
+        return redirect("admin:integrations_notificationsettings_change", settings_row.pk)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(NotificationAttempt)
+class NotificationAttemptAdmin(admin.ModelAdmin):
+    """The log of patient notifications: read-only."""
+
+    list_display = ["created_at", "event_type", "channel", "recipient", "status", "attempt", "detail", "duration_ms"]
+    list_filter = ["status", "channel", "event_type"]
+    search_fields = ["=subject_id", "=patient_ref"]
+    search_help_text = "Appointment or patient UUID."
+    date_hierarchy = "created_at"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

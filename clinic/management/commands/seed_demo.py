@@ -106,10 +106,10 @@ class Command(BaseCommand):
             "appointments": [
                 {
                     "id": str(a.id),
-                    "name": f"#{a.token_number} {a.slot_start:%Y-%m-%d %H:%M} {a.status}",
+                    "name": f"#{a.token_number} {a.slot_start.astimezone(a.branch.zone):%Y-%m-%d %H:%M} {a.status}",
                     "status": a.status,
                 }
-                for a in Appointment.objects.filter(patient__in=patients)
+                for a in Appointment.objects.filter(patient__in=patients).select_related("branch")
             ],
             "patients": [
                 {"id": str(p.id), "patient_id": p.patient_id, "name": p.name, "branch": p.registration_branch.code}

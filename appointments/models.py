@@ -210,7 +210,7 @@ class AppointmentChange(models.Model):
         CHECKED_IN = "checked_in"
         COMPLETED = "completed"
         NO_SHOW = "no_show"
-        TOKEN_RENUMBERED = "token_renumbered"
+        TOKEN_RENUMBERED = "token_renumbered"  # noqa: S105 - a history kind, not a secret
 
     id = models.BigAutoField(primary_key=True)
     appointment = models.ForeignKey(Appointment, on_delete=models.CASCADE, related_name="changes")

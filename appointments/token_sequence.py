@@ -116,7 +116,7 @@ def _apply(plan: TokenReset, counter: TokenCounter) -> None:
     offset = 1_000_000
     for appointment, old, _new in plan.renumbered:
         Appointment.objects.filter(pk=appointment.pk).update(token_number=old + offset)
-    for appointment, _old, new in plan.renumbered:
+    for appointment, old, new in plan.renumbered:
         appointment.token_number = new
         appointment.version += 1
         appointment.save(update_fields=["token_number", "version", "updated_at"])

@@ -191,6 +191,9 @@ class NotificationSettingsAdmin(admin.ModelAdmin):
         settings_row = NotificationSettings.load()
         return redirect("admin:integrations_notificationsettings_change", settings_row.pk)
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        return NotificationSettings.load() if object_id == "1" else None
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

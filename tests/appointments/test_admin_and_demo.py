@@ -1,0 +1,151 @@
+"""Staff actions on appointments in the admin (through the same services as the API; a staff cancellation
+ignores the window), the notification admin pages, and the scheduling part of seed_demo."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
+from integrations.models import NotificationSettings
+from tests.appointments.factories import AppointmentFactory
+from tests.factories import BranchFactory
+
+pytestmark = pytest.mark.django_db
+CHANGELIST = "/admin/appointments/appointment/"
+
+
+@pytest.fixture
+def soon():
+    """A booked appointment starting in 30 minutes at a branch with a 120-minute cancellation window:
+    the API may no longer cancel it."""
+    branch = BranchFactory(cancellation_window_minutes=120)
+    start = timezone.now() + timedelta(minutes=30)
+    return AppointmentFactory(branch=branch, slot_start=start, slot_end=start + timedelta(minutes=15))
+
+
+def act(admin_client, action: str, *appointments: Appointment, **extra: str):
+    data = {"action": action, "_selected_action": [str(a.pk) for a in appointments], **extra}
+    return admin_client.post(CHANGELIST, data, follow=True)
+
+
+def test_staff_cancel_asks_for_a_reason_first_and_changes_nothing_until_confirmed(admin_client, soon):
+    response = act(admin_client, "cancel", soon)
+
+    assert response.status_code == 200
+    assert response.templates[0].name == "admin/appointments/appointment/cancel.html"
+    assert b"Staff cancellations ignore the branch" in response.content
+    soon.refresh_from_db()
+    assert (soon.status, soon.version) == ("booked", 1)
+
+
+def test_staff_cancel_inside_the_window_cancels_with_the_reason_and_records_the_staff_member(admin_client, soon):
+    response = act(admin_client, "cancel", soon, confirm="yes", reason="Doctor called in sick")
+
+    assert response.status_code == 200
+    assert b"1 appointment(s) updated." in response.content
+    soon.refresh_from_db()
+    assert (soon.status, soon.cancellation_reason, soon.version) == ("cancelled", "Doctor called in sick", 2)
+    change = AppointmentChange.objects.get(appointment=soon, kind="cancelled")
+    assert (change.actor, change.reason, change.version) == ("staff:admin", "Doctor called in sick", 2)
+
+
+def test_staff_cancel_without_a_reason_shows_the_form_again(admin_client, soon):
+    response = act(admin_client, "cancel", soon, confirm="yes", reason="  ")
+
+    assert b"This field is required." in response.content
+    soon.refresh_from_db()
+    assert soon.status == "booked"
+
+
+def test_check_in_then_complete_from_the_admin_adds_a_visit(admin_client, soon):
+    act(admin_client, "check_in", soon)
+    act(admin_client, "complete", soon)
+
+    soon.refresh_from_db()
+    assert (soon.status, soon.version) == ("completed", 3)
+    assert soon.visit is not None
+    assert soon.visit.patient_id == soon.patient_id
+    assert list(soon.changes.values_list("kind", "actor")) == [
+        ("checked_in", "staff:admin"),
+        ("completed", "staff:admin"),
+    ]
+
+
+def test_a_refused_action_names_the_appointment_and_the_reason_and_changes_nothing(admin_client, soon):
+    done = AppointmentFactory(status=Appointment.Status.COMPLETED)
+    response = act(admin_client, "mark_no_show", soon, done)
+
+    assert b"1 appointment(s) updated." in response.content
+    assert b"Cannot no show an appointment that is completed; it must be booked." in response.content
+    done.refresh_from_db()
+    assert (done.status, done.version) == ("completed", 1)
+
+
+def test_appointments_cannot_be_added_or_deleted_in_the_admin(admin_client, soon):
+    assert admin_client.get(f"{CHANGELIST}add/").status_code == 403
+    assert admin_client.get(f"{CHANGELIST}{soon.pk}/delete/").status_code == 403
+    page = admin_client.get(f"{CHANGELIST}{soon.pk}/change/")
+    assert page.status_code == 200
+    assert b"Appointment changes" in page.content
+
+
+def test_the_notification_settings_list_opens_the_single_settings_page(admin_client):
+    response = admin_client.get("/admin/integrations/notificationsettings/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/admin/integrations/notificationsettings/1/change/"
+    assert admin_client.get(response["Location"]).status_code == 200
+    assert NotificationSettings.objects.count() == 1
+
+
+def test_notification_settings_are_saved_from_the_admin(admin_client):
+    branch = BranchFactory()
+    response = admin_client.post(
+        "/admin/integrations/notificationsettings/1/change/",
+        {"sms_enabled": "on", "on_booked": "on", "on_cancelled": "on", "branches": [str(branch.pk)]},
+    )
+    assert response.status_code == 302
+    config = NotificationSettings.load()
+    assert (config.sms_enabled, config.email_enabled, config.on_booked, config.on_rescheduled) == (
+        True,
+        False,
+        True,
+        False,
+    )
+    assert list(config.branches.all()) == [branch]
+
+
+def test_the_notification_log_is_read_only(admin_client):
+    assert admin_client.get("/admin/integrations/notificationattempt/").status_code == 200
+    assert admin_client.get("/admin/integrations/notificationattempt/add/").status_code == 403
+
+
+def test_seed_demo_creates_schedules_closures_and_appointments_in_every_status():
+    manifest = json.loads(_run_seed())
+
+    statuses = sorted(a["status"] for a in manifest["appointments"])
+    assert statuses == sorted(["booked", "booked", "booked", "checked_in", "completed", "cancelled", "no_show"])
+    tokens = sorted(Appointment.objects.values_list("token_number", flat=True))
+    assert tokens == [1, 2, 3, 4, 5, 6, 7]
+    for doctor in manifest["doctors"]:
+        weekdays = set(WeeklySession.objects.filter(doctor_id=doctor["id"]).values_list("weekday", flat=True))
+        assert weekdays == set(range(7)), doctor["name"]
+    assert DoctorLeave.objects.exists()
+    assert BranchHoliday.objects.exists()
+    completed = Appointment.objects.get(status="completed")
+    assert completed.visit is not None
+
+    _run_seed()
+    assert Appointment.objects.count() == 7
+
+
+def _run_seed() -> str:
+    out = StringIO()
+    call_command("seed_demo", "--json", stdout=out)
+    return out.getvalue()

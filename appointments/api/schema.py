@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from copy import deepcopy
 
-from drf_spectacular.utils import OpenApiExample, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 
 from appointments.models import Appointment
@@ -15,6 +15,7 @@ SlotSchema = inline_serializer(
 )
 
 
+@extend_schema_serializer(component_name="Appointment")
 class AppointmentSchema(serializers.Serializer):
     """The appointment object of the responses and events."""
 

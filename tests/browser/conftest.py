@@ -24,7 +24,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-ADMIN_PASSWORD = "browser-test-password"  # noqa: S105 - a throwaway user of the test database
+ADMIN_PASSWORD = "browser-test-password"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,3 +3,4 @@ from django.apps import AppConfig
 
 class AppointmentsConfig(AppConfig):
     name = "appointments"
+    verbose_name = "Scheduling"

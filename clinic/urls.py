@@ -19,6 +19,7 @@ api_v1 = [
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
     path("", include("patients.api.urls")),
     path("", include("appointments.api.urls")),
+    path("", include("billing.api.urls")),
 ]
 
 urlpatterns = [

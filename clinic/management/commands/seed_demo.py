@@ -13,6 +13,7 @@ from django.db import transaction
 
 from appointments.demo import seed_demo_schedule
 from appointments.models import Appointment, WeeklySession
+from billing.demo import seed_demo_billing
 from clinic.models import Branch, Department, Doctor
 from patients.demo import seed_demo_patients
 
@@ -76,6 +77,7 @@ class Command(BaseCommand):
         # Each domain app seeds its own part; later issues add schedules, appointments and invoices.
         patients = seed_demo_patients(branches=list(branches.values()), doctors=doctors, count=DEMO_PATIENTS)
         seed_demo_schedule(doctors=doctors, patients=patients)
+        billing = seed_demo_billing(branches=list(branches.values()), patients=patients)
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
@@ -116,6 +118,7 @@ class Command(BaseCommand):
                 for p in patients
             ],
         }
+        manifest.update(billing)
         if options["json"]:
             self.stdout.write(json.dumps(manifest))
             return

@@ -1,0 +1,419 @@
+"""Response shapes and examples of the billing operations, for the OpenAPI document only (the views build
+their bodies with billing.api.serializers)."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from decimal import Decimal
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, inline_serializer
+from rest_framework import serializers
+
+from billing.models import Invoice, Payment
+
+
+def _money(help_text: str = "") -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=14, decimal_places=2, coerce_to_string=False, help_text=help_text)
+
+
+InvoiceSummarySchema = inline_serializer(
+    "InvoiceSummary",
+    many=True,
+    fields={
+        "id": serializers.UUIDField(),
+        "invoice_number": serializers.CharField(allow_null=True, help_text="Null for drafts."),
+        "patient_name": serializers.CharField(),
+        "total": _money("The grand total."),
+        "paid": _money(),
+        "balance": _money("total - paid"),
+        "status": serializers.ChoiceField(choices=Invoice.Status.choices),
+        "date": serializers.DateField(),
+    },
+)
+
+_payment_fields: dict[str, serializers.Field] = {
+    "id": serializers.UUIDField(),
+    "amount": _money(),
+    "payment_mode": serializers.ChoiceField(choices=Payment.Mode.values),
+    "reference": serializers.CharField(allow_null=True, help_text="Null for a cash payment without one."),
+    "payment_date": serializers.DateField(),
+    "recorded_at": serializers.DateTimeField(help_text="With the branch's UTC offset."),
+}
+
+InvoiceDetailSchema = inline_serializer(
+    "InvoiceDetail",
+    {
+        "id": serializers.UUIDField(),
+        "invoice_number": serializers.CharField(allow_null=True, help_text="BLR/2026-27/00042; null for drafts."),
+        "date": serializers.DateField(),
+        "status": serializers.ChoiceField(choices=Invoice.Status.choices),
+        "branch": inline_serializer(
+            "InvoiceBranch",
+            {
+                "id": serializers.UUIDField(),
+                "name": serializers.CharField(),
+                "gstin": serializers.CharField(allow_null=True),
+                "state": serializers.CharField(),
+            },
+        ),
+        "patient": inline_serializer(
+            "InvoicePatient",
+            {
+                "id": serializers.UUIDField(),
+                "patient_id": serializers.CharField(),
+                "name": serializers.CharField(),
+                "phone": serializers.CharField(),
+            },
+        ),
+        "line_items": inline_serializer(
+            "InvoiceLineItem",
+            {
+                "id": serializers.UUIDField(),
+                "service_name": serializers.CharField(),
+                "department": serializers.CharField(help_text="Department name."),
+                "quantity": serializers.DecimalField(max_digits=10, decimal_places=3, coerce_to_string=False),
+                "rate": _money(),
+                "discount": _money(),
+                "tax_rate": serializers.DecimalField(max_digits=5, decimal_places=2, coerce_to_string=False),
+                "taxable_amount": _money("quantity x rate - discount"),
+                "cgst": _money(),
+                "sgst": _money(),
+                "igst": _money(),
+                "amount": _money("taxable_amount + cgst + sgst + igst"),
+            },
+            many=True,
+        ),
+        "totals": inline_serializer(
+            "InvoiceTotals",
+            {
+                "sub_total": _money("Sum of quantity x rate."),
+                "discount": _money(),
+                "taxable": _money(),
+                "cgst": _money(),
+                "sgst": _money(),
+                "igst": _money(),
+                "tax": _money("cgst + sgst + igst"),
+                "grand_total": _money(),
+            },
+        ),
+        "payments": inline_serializer("InvoicePayment", _payment_fields, many=True),
+        "paid": _money(),
+        "balance": _money(),
+    },
+)
+
+PaymentResultSchema = inline_serializer(
+    "PaymentRecorded",
+    {
+        "payment": inline_serializer("RecordedPayment", _payment_fields),
+        "invoice": inline_serializer(
+            "PaidInvoice",
+            {
+                "id": serializers.UUIDField(),
+                "status": serializers.ChoiceField(choices=Invoice.Status.choices),
+                "paid": _money(),
+                "balance": _money(),
+            },
+        ),
+    },
+)
+
+SummarySchema = inline_serializer(
+    "FinancialSummary",
+    {
+        "total_billed": _money(
+            "Sum of the grand totals of finalized, partially paid and paid invoices dated in range."
+        ),
+        "total_collected": _money("Sum of the payments dated in the range."),
+        "total_outstanding": _money("Sum of the current balances of the billed invoices."),
+        "collection_by_mode": serializers.DictField(
+            child=_money(), help_text="Every payment mode, with 0 where nothing was collected."
+        ),
+        "revenue_by_department": serializers.DictField(
+            child=_money(), help_text="Department name to the taxable amount of the billed lines."
+        ),
+    },
+)
+
+BRANCH = {
+    "id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
+    "name": "Bengaluru Central Clinic",
+    "gstin": "29AABCC1234D1Z5",
+    "state": "Karnataka",
+}
+INVOICE_ID = "0f4b6c1e-2a7d-4c1b-9e55-3d8a1b2c4d5e"
+FINALIZED: dict[str, Any] = {
+    "id": INVOICE_ID,
+    "invoice_number": "BLR/2026-27/00042",
+    "date": "2026-11-21",
+    "status": "finalized",
+    "branch": BRANCH,
+    "patient": {
+        "id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10",
+        "patient_id": "PAT-000123",
+        "name": "Priya Sharma",
+        "phone": "+919876543210",
+    },
+    "line_items": [
+        {
+            "id": "9a1d3f2e-4b5c-4d6e-8f70-1a2b3c4d5e6f",
+            "service_name": "General consultation",
+            "department": "General Medicine",
+            "quantity": 1,
+            "rate": Decimal("500.00"),
+            "discount": Decimal("0.00"),
+            "tax_rate": Decimal("0.00"),
+            "taxable_amount": Decimal("500.00"),
+            "cgst": Decimal("0.00"),
+            "sgst": Decimal("0.00"),
+            "igst": Decimal("0.00"),
+            "amount": Decimal("500.00"),
+        },
+        {
+            "id": "b2c3d4e5-f607-4182-93a4-b5c6d7e8f901",
+            "service_name": "Physiotherapy session",
+            "department": "Orthopaedics",
+            "quantity": Decimal("1.5"),
+            "rate": Decimal("700.00"),
+            "discount": Decimal("50.00"),
+            "tax_rate": Decimal("18.00"),
+            "taxable_amount": Decimal("1000.00"),
+            "cgst": Decimal("90.00"),
+            "sgst": Decimal("90.00"),
+            "igst": Decimal("0.00"),
+            "amount": Decimal("1180.00"),
+        },
+    ],
+    "totals": {
+        "sub_total": Decimal("1550.00"),
+        "discount": Decimal("50.00"),
+        "taxable": Decimal("1500.00"),
+        "cgst": Decimal("90.00"),
+        "sgst": Decimal("90.00"),
+        "igst": Decimal("0.00"),
+        "tax": Decimal("180.00"),
+        "grand_total": Decimal("1680.00"),
+    },
+    "payments": [],
+    "paid": Decimal("0.00"),
+    "balance": Decimal("1680.00"),
+}
+PAYMENT = {
+    "id": "c4d5e6f7-0819-4a2b-8c3d-4e5f60718293",
+    "amount": Decimal("1000.00"),
+    "payment_mode": "upi",
+    "reference": "UPI-412345678901",
+    "payment_date": "2026-11-21",
+    "recorded_at": "2026-11-21T17:42:10+05:30",
+}
+
+
+def _invoice(**changes: Any) -> dict[str, Any]:
+    value = deepcopy(FINALIZED)
+    value.update(changes)
+    return value
+
+
+def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
+    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
+
+
+DRAFT_EXAMPLE = example("Draft", _invoice(invoice_number=None, status="draft"), "201")
+EDITED_EXAMPLE = example("Edited draft", _invoice(invoice_number=None, status="draft"))
+CREATED_FINALIZED_EXAMPLE = example("Created and finalized", FINALIZED, "201")
+FINALIZED_EXAMPLE = example("Finalized", FINALIZED)
+PARTIALLY_PAID_EXAMPLE = example(
+    "Partially paid",
+    _invoice(status="partially_paid", payments=[PAYMENT], paid=Decimal("1000.00"), balance=Decimal("680.00")),
+)
+CANCELLED_EXAMPLE = example("Cancelled", _invoice(status="cancelled"))
+INTERSTATE_EXAMPLE = example(
+    "Inter-state (IGST)",
+    _invoice(
+        line_items=[
+            {
+                **FINALIZED["line_items"][1],
+                "cgst": Decimal("0.00"),
+                "sgst": Decimal("0.00"),
+                "igst": Decimal("180.00"),
+            }
+        ],
+        totals={
+            "sub_total": Decimal("1050.00"),
+            "discount": Decimal("50.00"),
+            "taxable": Decimal("1000.00"),
+            "cgst": Decimal("0.00"),
+            "sgst": Decimal("0.00"),
+            "igst": Decimal("180.00"),
+            "tax": Decimal("180.00"),
+            "grand_total": Decimal("1180.00"),
+        },
+        balance=Decimal("1180.00"),
+    ),
+)
+LIST_EXAMPLE = example(
+    "Invoices",
+    [
+        {
+            "id": INVOICE_ID,
+            "invoice_number": "BLR/2026-27/00042",
+            "patient_name": "Priya Sharma",
+            "total": Decimal("1680.00"),
+            "paid": Decimal("1000.00"),
+            "balance": Decimal("680.00"),
+            "status": "partially_paid",
+            "date": "2026-11-21",
+        },
+        {
+            "id": "6e5d4c3b-2a19-4807-b6a5-948372615049",
+            "invoice_number": None,
+            "patient_name": "Suresh Iyer",
+            "total": Decimal("354.00"),
+            "paid": Decimal("0.00"),
+            "balance": Decimal("354.00"),
+            "status": "draft",
+            "date": "2026-11-20",
+        },
+    ],
+)
+CREATE_REQUEST = OpenApiExample(
+    "Create and finalize",
+    request_only=True,
+    value={
+        "patient_id": "PAT-000123",
+        "branch_id": BRANCH["id"],
+        "date": "2026-11-21",
+        "line_items": [
+            {"service_code": "CONS-GEN", "quantity": 1},
+            {
+                "service_name": "Physiotherapy session",
+                "department": "Orthopaedics",
+                "quantity": Decimal("1.5"),
+                "rate": Decimal("700.00"),
+                "discount": Decimal("50.00"),
+                "tax_rate": Decimal("18"),
+            },
+        ],
+        "finalize": True,
+    },
+)
+UPDATE_REQUEST = OpenApiExample(
+    "Replace the lines",
+    request_only=True,
+    value={"line_items": [{"service_code": "ECG", "quantity": 1, "discount": Decimal("100.00")}]},
+)
+CANCEL_REQUEST = OpenApiExample("Cancel", request_only=True, value={"reason": "Raised against the wrong patient"})
+PAYMENT_REQUEST = OpenApiExample(
+    "UPI payment",
+    request_only=True,
+    value={
+        "amount": Decimal("1000.00"),
+        "payment_mode": "upi",
+        "reference": "UPI-412345678901",
+        "payment_date": "2026-11-21",
+    },
+)
+PAYMENT_EXAMPLE = example(
+    "Payment recorded",
+    {
+        "payment": PAYMENT,
+        "invoice": {
+            "id": INVOICE_ID,
+            "status": "partially_paid",
+            "paid": Decimal("1000.00"),
+            "balance": Decimal("680.00"),
+        },
+    },
+    "201",
+)
+SUMMARY_EXAMPLE = example(
+    "November at one branch",
+    {
+        "total_billed": Decimal("184250.00"),
+        "total_collected": Decimal("151320.50"),
+        "total_outstanding": Decimal("36410.00"),
+        "collection_by_mode": {
+            "cash": Decimal("40210.00"),
+            "card": Decimal("38000.50"),
+            "upi": Decimal("61110.00"),
+            "neft": Decimal("0.00"),
+            "cheque": Decimal("0.00"),
+            "online": Decimal("12000.00"),
+            "insurance": Decimal("0.00"),
+        },
+        "revenue_by_department": {
+            "Cardiology": Decimal("61200.00"),
+            "General Medicine": Decimal("73500.00"),
+            "Orthopaedics": Decimal("29400.00"),
+        },
+    },
+)
+
+
+def problem(name: str, status_code: int, code: str, detail: str, **extra: Any) -> OpenApiExample:
+    value: dict[str, Any] = {
+        "type": f"/api/v1/problems/{code}",
+        "title": {
+            "invalid_state": "Invalid state",
+            "duplicate_payment": "Duplicate payment",
+            "validation_error": "Invalid input",
+        }[code],
+        "status": status_code,
+        "detail": detail,
+        "code": code,
+        "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
+        **extra,
+    }
+    return OpenApiExample(name, response_only=True, status_codes=[str(status_code)], value=value)
+
+
+INVALID_STATE_PAYMENT = problem(
+    "Paying a draft",
+    409,
+    "invalid_state",
+    "Cannot pay an invoice that is draft; it must be finalized or partially_paid.",
+    current_status="draft",
+)
+DUPLICATE_PAYMENT = problem(
+    "Duplicate payment",
+    409,
+    "duplicate_payment",
+    "This invoice already has a upi payment with reference 'UPI-412345678901'.",
+    payment_mode="upi",
+    reference="UPI-412345678901",
+)
+OVERPAYMENT = problem(
+    "More than the balance",
+    400,
+    "validation_error",
+    "The request has invalid fields.",
+    errors=[{"field": "amount", "code": "invalid", "message": "Cannot exceed the balance of 680.00."}],
+)
+BAD_LINE = problem(
+    "Bad line item",
+    400,
+    "validation_error",
+    "The request has invalid fields.",
+    errors=[
+        {
+            "field": "line_items.1.discount",
+            "code": "invalid",
+            "message": "The discount 1100.00 exceeds quantity x rate (1050.00).",
+        }
+    ],
+)
+INVALID_STATE_EDIT = problem(
+    "Not a draft",
+    409,
+    "invalid_state",
+    "Cannot edit an invoice that is finalized; it must be draft.",
+    current_status="finalized",
+)
+INVALID_STATE_CANCEL = problem(
+    "Already paid in part",
+    409,
+    "invalid_state",
+    "Cannot cancel an invoice that is partially_paid; it must be draft or finalized.",
+    current_status="partially_paid",
+)

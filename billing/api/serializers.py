@@ -1,0 +1,246 @@
+"""Billing request validation and the invoice, payment and summary representations (CONTRACT section 8).
+
+Money leaves as Decimal with two places (a JSON number through clinic.api.renderers, never a float).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from rest_framework import serializers
+
+from billing.models import Invoice, LineItem, Payment
+from clinic.api.serializers import StrictSerializer
+
+MAX_LINE_ITEMS = 100
+MAX_QUANTITY = Decimal(10000)
+MAX_RATE = Decimal(10_000_000)
+
+
+def _money(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=12, decimal_places=2, **kwargs)
+
+
+class LineItemInputSerializer(StrictSerializer):
+    service_code = serializers.CharField(
+        max_length=30,
+        required=False,
+        help_text="A catalogue code: name, department, rate and tax_rate default from it.",
+    )
+    service_name = serializers.CharField(max_length=200, required=False, help_text="Required without service_code.")
+    department = serializers.CharField(
+        max_length=100, required=False, help_text="Department name or UUID; required without service_code."
+    )
+    quantity = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=3,
+        required=False,
+        max_value=MAX_QUANTITY,
+        help_text="Default 1; fractions allowed (0.5), up to 3 places.",
+    )
+    rate = _money(required=False, min_value=Decimal(0), max_value=MAX_RATE, help_text="Price per unit before tax.")
+    discount = _money(required=False, min_value=Decimal(0), help_text="Rupees off the line; at most quantity x rate.")
+    tax_rate = serializers.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        required=False,
+        min_value=Decimal(0),
+        max_value=Decimal(100),
+        help_text="GST percent (0, 5, 12, 18, 28); required without service_code.",
+    )
+
+    def validate_quantity(self, value: Decimal) -> Decimal:
+        if value <= 0:
+            raise serializers.ValidationError("Must be greater than 0.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("service_code") and not attrs.get("service_name"):
+            raise serializers.ValidationError({"service_name": "Send service_name, or a catalogue service_code."})
+        return attrs
+
+
+class InvoiceCreateSerializer(StrictSerializer):
+    patient_id = serializers.CharField(max_length=64, help_text="Patient UUID or patient_id (PAT-000123).")
+    branch_id = serializers.UUIDField(required=False, help_text="Default: the client's only branch.")
+    date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
+    line_items = LineItemInputSerializer(many=True, min_length=1, max_length=MAX_LINE_ITEMS)  # type: ignore[call-arg]
+    finalize = serializers.BooleanField(default=False, help_text="Finalize at once (assigns the number).")
+
+
+class InvoiceUpdateSerializer(StrictSerializer):
+    date = serializers.DateField(required=False)
+    line_items = LineItemInputSerializer(  # type: ignore[call-arg]
+        many=True, min_length=1, max_length=MAX_LINE_ITEMS, required=False, help_text="Replaces every line."
+    )
+
+
+class CancelSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=500, help_text="Why the invoice is cancelled (required).")
+
+
+class EmptyBody(StrictSerializer):
+    """finalize takes no body; a stray field is refused like everywhere else."""
+
+
+class PaymentSerializer(StrictSerializer):
+    """The payment record request. `today` in the context is the branch-local date (payment_date check)."""
+
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2, help_text="> 0 and at most the balance.")
+    payment_mode = serializers.ChoiceField(choices=Payment.Mode.values)
+    reference = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="External transaction reference; required for every mode but cash.",
+    )
+    payment_date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
+
+    def validate_amount(self, value: Decimal) -> Decimal:
+        if value <= 0:
+            raise serializers.ValidationError("Must be greater than 0.")
+        return value
+
+    def validate_payment_date(self, value: date) -> date:
+        today = self.context.get("today")
+        if today is not None and value > today:
+            raise serializers.ValidationError(f"Cannot be in the future (today is {today} at this branch).")
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        # The reference rule is checked even when other fields are bad, so one 400 names every bad field.
+        errors: dict[str, Any] = {}
+        value = None
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            errors = dict(exc.detail)
+        if isinstance(data, Mapping) and "reference" not in errors:
+            mode, reference = data.get("payment_mode"), data.get("reference")
+            if mode in Payment.Mode.values and mode != Payment.Mode.CASH and not str(reference or "").strip():
+                message = f"Required for {mode} payments (only cash may go without one)."
+                errors["reference"] = [serializers.ErrorDetail(message, code="required")]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class InvoiceListParams(serializers.Serializer):
+    patient_id = serializers.CharField(required=False, max_length=64)
+    status = serializers.ChoiceField(choices=Invoice.Status.choices, required=False)
+    date_from = serializers.DateField(required=False)
+    date_to = serializers.DateField(required=False)
+    branch_id = serializers.UUIDField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
+            raise serializers.ValidationError({"date_to": "Must not be before date_from."})
+        return attrs
+
+
+class SummaryParams(serializers.Serializer):
+    date_from = serializers.DateField()
+    date_to = serializers.DateField()
+    branch_id = serializers.UUIDField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["date_from"] > attrs["date_to"]:
+            raise serializers.ValidationError({"date_to": "Must not be before date_from."})
+        return attrs
+
+
+def _quantity(value: Decimal) -> Decimal:
+    """1.000 -> 1, 0.500 -> 0.5: the quantity as sent, without the storage's trailing zeros."""
+    return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
+
+
+def _local(value: datetime | None, invoice: Invoice) -> str | None:
+    return value.astimezone(invoice.branch.zone).isoformat() if value else None
+
+
+def invoice_summary(invoice: Invoice) -> dict[str, Any]:
+    """An element of the invoice list: the fields of the specification's Invoice summary."""
+    return {
+        "id": str(invoice.id),
+        "invoice_number": invoice.invoice_number,
+        "patient_name": invoice.patient.name,
+        "total": invoice.grand_total,
+        "paid": invoice.paid,
+        "balance": invoice.balance,
+        "status": invoice.status,
+        "date": invoice.date.isoformat(),
+    }
+
+
+def line_item_representation(line: LineItem) -> dict[str, Any]:
+    return {
+        "id": str(line.id),
+        "service_name": line.service_name,
+        "department": line.department.name,
+        "quantity": _quantity(line.quantity),
+        "rate": line.rate,
+        "discount": line.discount,
+        "tax_rate": line.tax_rate,
+        "taxable_amount": line.taxable_amount,
+        "cgst": line.cgst,
+        "sgst": line.sgst,
+        "igst": line.igst,
+        "amount": line.amount,
+    }
+
+
+def payment_representation(payment: Payment, invoice: Invoice) -> dict[str, Any]:
+    return {
+        "id": str(payment.id),
+        "amount": payment.amount,
+        "payment_mode": payment.payment_mode,
+        "reference": payment.reference or None,
+        "payment_date": payment.payment_date.isoformat(),
+        "recorded_at": _local(payment.recorded_at, invoice),
+    }
+
+
+def invoice_detail(invoice: Invoice) -> dict[str, Any]:
+    """The invoice detail of CONTRACT section 8 (load it with billing.selectors.invoice_get)."""
+    branch, patient = invoice.branch, invoice.patient
+    return {
+        "id": str(invoice.id),
+        "invoice_number": invoice.invoice_number,
+        "date": invoice.date.isoformat(),
+        "status": invoice.status,
+        "branch": {"id": str(branch.id), "name": branch.name, "gstin": branch.gstin or None, "state": branch.state},
+        "patient": {
+            "id": str(patient.id),
+            "patient_id": patient.patient_id,
+            "name": patient.name,
+            "phone": patient.phone,
+        },
+        "line_items": [line_item_representation(line) for line in invoice.line_items.all()],
+        "totals": {
+            "sub_total": invoice.sub_total,
+            "discount": invoice.discount,
+            "taxable": invoice.taxable,
+            "cgst": invoice.cgst,
+            "sgst": invoice.sgst,
+            "igst": invoice.igst,
+            "tax": invoice.tax,
+            "grand_total": invoice.grand_total,
+        },
+        "payments": [payment_representation(payment, invoice) for payment in invoice.payments.all()],
+        "paid": invoice.paid,
+        "balance": invoice.balance,
+    }
+
+
+def payment_result(payment: Payment, invoice: Invoice) -> dict[str, Any]:
+    """The 201 body of a recorded payment: the payment and the invoice's new status, paid and balance."""
+    return {
+        "payment": payment_representation(payment, invoice),
+        "invoice": {"id": str(invoice.id), "status": invoice.status, "paid": invoice.paid, "balance": invoice.balance},
+    }

@@ -1,0 +1,319 @@
+"""The billing endpoints under /api/v1/billing/: invoices (list, create, detail, draft edit, finalize,
+cancel), payments and the financial summary (CONTRACT section 8).
+
+Views parse, call one selector or service and answer with the representations of
+billing.api.serializers; the invoice detail is always re-read through the client's branch restriction.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from billing import selectors, services
+from billing.api import schema
+from billing.api.serializers import (
+    CancelSerializer,
+    EmptyBody,
+    InvoiceCreateSerializer,
+    InvoiceListParams,
+    InvoiceUpdateSerializer,
+    PaymentSerializer,
+    SummaryParams,
+    invoice_detail,
+    invoice_summary,
+    payment_result,
+)
+from billing.models import Invoice
+from clinic.api.errors import register_problem
+from clinic.api.pagination import HeaderPagination
+from clinic.api.schema import pagination_parameters
+from clinic.api.views import ClinicAPIView
+from clinic.errors import FieldError, NotFound
+from patients.models import Patient
+from patients.selectors import patient_get
+
+register_problem(
+    "duplicate_payment",
+    409,
+    "Duplicate payment",
+    "The invoice already has a payment with this payment_mode and reference.",
+)
+
+_ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
+_NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
+_DETAIL = OpenApiResponse(schema.InvoiceDetailSchema, description="The invoice detail.")
+
+
+def _patient_param(view: ClinicAPIView, ref: str) -> Patient:
+    """A patient named in a body or query: unknown or not visible is a 400 on patient_id, not a 404."""
+    try:
+        patient = patient_get(client=view.api_client, ref=ref)
+    except NotFound:
+        raise FieldError({"patient_id": "No such patient available to this client."}) from None
+    view.audit_patients([patient.id])
+    return patient
+
+
+class InvoiceView(ClinicAPIView):
+    def invoice(self, id: str, *, detail: bool = False) -> Invoice:
+        invoice = selectors.invoice_get(client=self.api_client, invoice_id=id, detail=detail)
+        self.audit_patients([invoice.patient_id])
+        return invoice
+
+    def detail(self, invoice: Invoice, status: int = 200, **kwargs: object) -> Response:
+        """The invoice as it now stands, re-read with everything the detail shows."""
+        fresh = selectors.invoice_get(client=self.api_client, invoice_id=str(invoice.id))
+        return Response(invoice_detail(fresh), status=status, **kwargs)  # type: ignore[arg-type]
+
+
+class InvoiceListCreateView(InvoiceView):
+    required_scopes = {"GET": "billing:read", "POST": "billing:write"}
+
+    @extend_schema(
+        operation_id="billing_invoices_list",
+        summary="List invoices",
+        description=(
+            "Invoices at the branches the client may see, newest invoice date first (then most recently "
+            "created, then id). `date_from`/`date_to` are inclusive invoice dates. A `patient_id` or `branch_id` "
+            "that does not exist or is not visible to the client is a 400 naming it. Scope: `billing:read`."
+        ),
+        parameters=[
+            *pagination_parameters(),
+            OpenApiParameter("patient_id", str, description="Patient UUID or patient_id (PAT-000123)."),
+            OpenApiParameter("status", str, enum=list(Invoice.Status.values), description="One status."),
+            OpenApiParameter("date_from", str, description="Invoices dated on or after this day (YYYY-MM-DD)."),
+            OpenApiParameter("date_to", str, description="Invoices dated on or before this day (YYYY-MM-DD)."),
+            OpenApiParameter("branch_id", str, description="Branch UUID."),
+        ],
+        responses={200: OpenApiResponse(schema.InvoiceSummarySchema, description="A bare JSON array.")},
+        examples=[schema.LIST_EXAMPLE],
+    )
+    def get(self, request: Request) -> Response:
+        pagination = HeaderPagination(request)
+        params = InvoiceListParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        filters = dict(params.validated_data)
+        ref = filters.pop("patient_id", None)
+        patient = _patient_param(self, ref) if ref is not None else None
+        page = pagination.paginate(selectors.invoice_list(client=self.api_client, patient=patient, **filters))
+        self.audit_patients(invoice.patient_id for invoice in page)
+        return pagination.response([invoice_summary(invoice) for invoice in page])
+
+    @extend_schema(
+        operation_id="billing_invoices_create",
+        summary="Create an invoice",
+        description=(
+            "Creates a draft, or a finalized invoice with `finalize: true`. `branch_id` defaults to the client's "
+            "only branch; `date` to today at the branch (not in the future); its Indian financial year "
+            "(April-March) decides the number series. Each line names a catalogue `service_code` (name, "
+            "department, rate and tax_rate default from the catalogue and may be overridden) or a "
+            "`service_name` with `department` (name or UUID), `rate` and `tax_rate`. `quantity` defaults to 1 "
+            "and may be fractional; `discount` (rupees) is at most quantity x rate.\n\n"
+            "GST per line: taxable = quantity x rate - discount; tax = taxable x tax_rate / 100, rounded "
+            "half-up to the paisa; when the patient's address state is the branch's state (or unknown), CGST "
+            "and SGST halves, CGST taking an odd paisa (tax 0.05 -> 0.03 + 0.02); otherwise IGST. The treatment "
+            "is fixed when the invoice is created. Totals are the exact sums of the lines. "
+            "Honours `Idempotency-Key`. Scope: `billing:write`."
+        ),
+        request=InvoiceCreateSerializer,
+        responses={201: _DETAIL},
+        examples=[
+            schema.CREATE_REQUEST,
+            schema.CREATED_FINALIZED_EXAMPLE,
+            schema.DRAFT_EXAMPLE,
+            schema.INTERSTATE_EXAMPLE,
+            schema.BAD_LINE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = InvoiceCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        client = self.api_client
+        patient = _patient_param(self, data["patient_id"])
+        if not patient.is_active:
+            raise FieldError({"patient_id": "This patient record is inactive (merged or erroneous)."})
+        branch = selectors.invoicing_branch_resolve(client=client, branch_id=data.get("branch_id"))
+        invoice = services.invoice_create(
+            branch=branch,
+            patient=patient,
+            invoice_date=data.get("date"),
+            line_items=services.line_inputs_resolve(data["line_items"]),
+            finalize=data["finalize"],
+        )
+        return self.detail(invoice, 201, headers={"Location": f"/api/v1/billing/invoices/{invoice.id}"})
+
+
+class InvoiceDetailView(InvoiceView):
+    required_scopes = {"GET": "billing:read", "PATCH": "billing:write"}
+
+    @extend_schema(
+        operation_id="billing_invoices_retrieve",
+        summary="Get an invoice",
+        description=(
+            "Header (number, date, status, branch, patient), line items with their GST breakdown, totals, "
+            "payments, paid and balance. Money is a JSON number with two decimals. Scope: `billing:read`."
+        ),
+        parameters=[_ID],
+        responses={200: _DETAIL, 404: _NOT_FOUND},
+        examples=[schema.FINALIZED_EXAMPLE, schema.PARTIALLY_PAID_EXAMPLE, schema.INTERSTATE_EXAMPLE],
+    )
+    def get(self, request: Request, id: str) -> Response:
+        return Response(invoice_detail(self.invoice(id, detail=True)))
+
+    @extend_schema(
+        operation_id="billing_invoices_partial_update",
+        summary="Edit a draft invoice",
+        description=(
+            "Only drafts are editable: `date` and/or `line_items` (which, when sent, replace every line; the "
+            "same rules as creation). Totals are recomputed. 409 `invalid_state` once finalized or cancelled. "
+            "Honours `Idempotency-Key`. Scope: `billing:write`."
+        ),
+        parameters=[_ID],
+        request=InvoiceUpdateSerializer,
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state`: not a draft.")},
+        examples=[schema.UPDATE_REQUEST, schema.EDITED_EXAMPLE, schema.INVALID_STATE_EDIT],
+    )
+    def patch(self, request: Request, id: str) -> Response:
+        invoice = self.invoice(id)
+        body = InvoiceUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        lines = data.get("line_items")
+        services.invoice_update(
+            invoice=invoice,
+            invoice_date=data.get("date"),
+            line_items=services.line_inputs_resolve(lines) if lines is not None else None,
+        )
+        return self.detail(invoice)
+
+
+class InvoiceFinalizeView(InvoiceView):
+    required_scopes = {"POST": "billing:write"}
+
+    @extend_schema(
+        operation_id="billing_invoices_finalize",
+        summary="Finalize an invoice",
+        description=(
+            "`draft` -> `finalized`: the invoice is locked and takes the next number of its branch in the "
+            "financial year of its date, e.g. `BLR/2026-27/00042`. Numbers are consecutive per branch and "
+            "year, without gaps or repeats, also under concurrency. Takes no body. 409 `invalid_state` when "
+            "not a draft. Honours `Idempotency-Key`. Scope: `billing:write`."
+        ),
+        parameters=[_ID],
+        request=None,
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state`: not a draft.")},
+        examples=[schema.FINALIZED_EXAMPLE, schema.INVALID_STATE_EDIT],
+    )
+    def post(self, request: Request, id: str) -> Response:
+        invoice = self.invoice(id)
+        EmptyBody(data=request.data or {}).is_valid(raise_exception=True)
+        return self.detail(services.invoice_finalize(invoice=invoice))
+
+
+class InvoiceCancelView(InvoiceView):
+    required_scopes = {"POST": "billing:write"}
+
+    @extend_schema(
+        operation_id="billing_invoices_cancel",
+        summary="Cancel an invoice",
+        description=(
+            "A draft, or a finalized invoice with nothing paid, becomes `cancelled`; `reason` is required. A "
+            "cancelled finalized invoice keeps its number (the series has no gaps). 409 `invalid_state` once "
+            "anything is paid, or when already cancelled. Honours `Idempotency-Key`. Scope: `billing:write`."
+        ),
+        parameters=[_ID],
+        request=CancelSerializer,
+        responses={
+            200: _DETAIL,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state`: partially paid, paid or already cancelled."),
+        },
+        examples=[schema.CANCEL_REQUEST, schema.CANCELLED_EXAMPLE, schema.INVALID_STATE_CANCEL],
+    )
+    def post(self, request: Request, id: str) -> Response:
+        invoice = self.invoice(id)
+        body = CancelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self.detail(services.invoice_cancel(invoice=invoice, reason=body.validated_data["reason"]))
+
+
+class PaymentCreateView(InvoiceView):
+    required_scopes = {"POST": "billing:write"}
+
+    @extend_schema(
+        operation_id="billing_invoices_payments_create",
+        summary="Record a payment",
+        description=(
+            "Records money received against a `finalized` or `partially_paid` invoice. `amount` > 0 and at "
+            "most the balance; `payment_mode` one of cash, card, upi, neft, cheque, online, insurance; "
+            "`reference` required for every mode but cash; `payment_date` defaults to today at the invoice's "
+            "branch and may not be in the future. The invoice becomes `partially_paid`, or `paid` when the "
+            "balance reaches zero. Concurrent payments are applied one at a time against the remaining "
+            "balance, so they can never exceed the total. 409 `invalid_state` for draft, cancelled and paid "
+            "invoices; 409 `duplicate_payment` for a second payment with the same mode and reference on the "
+            "invoice. Payments cannot be changed or reversed. Honours `Idempotency-Key` (a retry with the same "
+            "key replays the 201 without paying twice). Scope: `billing:write`."
+        ),
+        parameters=[_ID],
+        request=PaymentSerializer,
+        responses={
+            201: OpenApiResponse(schema.PaymentResultSchema, description="The payment and the invoice's new state."),
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state` or `duplicate_payment`."),
+        },
+        examples=[
+            schema.PAYMENT_REQUEST,
+            schema.PAYMENT_EXAMPLE,
+            schema.OVERPAYMENT,
+            schema.INVALID_STATE_PAYMENT,
+            schema.DUPLICATE_PAYMENT,
+        ],
+    )
+    def post(self, request: Request, id: str) -> Response:
+        invoice = self.invoice(id)
+        today = timezone.localtime(timezone.now(), invoice.branch.zone).date()
+        body = PaymentSerializer(data=request.data, context={"today": today})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        payment = services.payment_record(
+            invoice=invoice,
+            amount=data["amount"],
+            payment_mode=data["payment_mode"],
+            reference=data["reference"],
+            payment_date=data.get("payment_date"),
+            recorded_by=f"api:{self.api_client.name}",
+        )
+        return Response(payment_result(payment, payment.invoice), status=201)
+
+
+class SummaryView(ClinicAPIView):
+    required_scopes = {"GET": "billing:read"}
+
+    @extend_schema(
+        operation_id="billing_summary",
+        summary="Financial summary",
+        description=(
+            "Over invoices dated in [`date_from`, `date_to`] (both required, inclusive) at the branches the client "
+            "may see, or at `branch_id`. Drafts and cancelled invoices are not billed. `total_billed`: sum of "
+            "grand totals; `total_outstanding`: sum of their balances as they stand now; `total_collected` and "
+            "`collection_by_mode`: payments dated in the range (cash received in the period, whatever the date "
+            "of the invoice they settle), every mode listed; `revenue_by_department`: taxable amounts of the "
+            "billed lines by department name. Computed by SQL aggregation, exact to the paisa. "
+            "Scope: `billing:read`."
+        ),
+        parameters=[
+            OpenApiParameter("date_from", str, required=True, description="First invoice/payment date, YYYY-MM-DD."),
+            OpenApiParameter("date_to", str, required=True, description="Last invoice/payment date, YYYY-MM-DD."),
+            OpenApiParameter("branch_id", str, description="Only this branch (UUID)."),
+        ],
+        responses={200: schema.SummarySchema},
+        examples=[schema.SUMMARY_EXAMPLE],
+    )
+    def get(self, request: Request) -> Response:
+        params = SummaryParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        return Response(selectors.billing_summary(client=self.api_client, **params.validated_data))

@@ -1,0 +1,39 @@
+"""Invoice numbers: `{BRANCH}/{YYYY-YY}/{00042}`, per branch per Indian financial year (April-March).
+
+The number is taken from a counter row by an upsert inside the finalizing transaction. The row stays
+locked until commit, so finalizations in one branch and year are numbered in commit order, and a
+rolled-back finalization gives its number back: the series is consecutive with no gaps or repeats.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+from django.db import connection
+
+NUMBER_DIGITS = 5
+
+
+def financial_year(day: date) -> str:
+    """The Indian financial year of a (branch-local) date: 2026-03-31 -> "2025-26", 2026-04-01 -> "2026-27"."""
+    start = day.year if day.month >= 4 else day.year - 1
+    return f"{start}-{(start + 1) % 100:02d}"
+
+
+def format_invoice_number(branch_code: str, year: str, number: int) -> str:
+    return f"{branch_code}/{year}/{number:0{NUMBER_DIGITS}d}"
+
+
+def next_invoice_number(*, branch_id: uuid.UUID, year: str) -> int:
+    """Take the branch's next number of the year. Call inside the transaction that stores it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO billing_invoicenumbercounter (branch_id, financial_year, last_number) VALUES (%s, %s, 1) "
+            "ON CONFLICT (branch_id, financial_year) "
+            "DO UPDATE SET last_number = billing_invoicenumbercounter.last_number + 1 RETURNING last_number",
+            [branch_id, year],
+        )
+        row = cursor.fetchone()
+    assert row is not None  # RETURNING always yields the row
+    return int(row[0])

@@ -1,0 +1,144 @@
+"""Reads of invoices and the financial summary, always through the calling client's branch restriction
+(visible_invoices): a client limited to some branches sees only the invoices of those branches."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+
+from billing.models import Invoice, LineItem, Payment
+from clinic.errors import FieldError, NotFound
+from clinic.models import Branch
+from clinic.selectors import client_branch_ids
+from integrations.models import ApiClient
+from patients.models import Patient
+
+# Billed: what the summary counts. Drafts are not invoices yet; cancelled ones were never owed.
+BILLED_STATUSES = (Invoice.Status.FINALIZED, Invoice.Status.PARTIALLY_PAID, Invoice.Status.PAID)
+_ZERO = Value(Decimal("0.00"), output_field=DecimalField(max_digits=16, decimal_places=2))
+
+
+def visible_invoices(client: ApiClient) -> QuerySet[Invoice]:
+    """The one access chokepoint for invoices."""
+    invoices = Invoice.objects.all()
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        invoices = invoices.filter(branch_id__in=allowed)
+    return invoices
+
+
+def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> Invoice:
+    """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle).
+    With `detail`, everything the detail shows in 3 queries: the invoice with branch and patient, its
+    lines with their departments, and its payments."""
+    try:
+        key = uuid.UUID(invoice_id)
+    except ValueError:
+        raise NotFound(f"No invoice {invoice_id!r}.") from None
+    invoices = visible_invoices(client).filter(id=key).select_related("branch", "patient")
+    if detail:
+        invoices = invoices.prefetch_related(
+            Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
+            Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
+        )
+    invoice = invoices.first()
+    if invoice is None:
+        raise NotFound(f"No invoice {invoice_id!r}.")
+    return invoice
+
+
+def billing_branch_check(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
+    """A branch named in a body or query: it must exist and be visible to the client, else 400 on branch_id."""
+    allowed = client_branch_ids(client)
+    branch = Branch.objects.filter(id=branch_id).first()
+    if branch is None or (allowed is not None and branch.id not in allowed):
+        raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
+    return branch
+
+
+def invoicing_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:
+    """The branch a client invoices at: the one named (visible and active), or the client's only branch."""
+    if branch_id is None:
+        allowed = client_branch_ids(client)
+        if allowed is not None and len(allowed) == 1:
+            return Branch.objects.get(id=next(iter(allowed)))
+        raise FieldError({"branch_id": "Required: this client may invoice at more than one branch."})
+    branch = billing_branch_check(client=client, branch_id=branch_id)
+    if not branch.is_active:
+        raise FieldError({"branch_id": f"The branch {branch.code} is closed."})
+    return branch
+
+
+def invoice_list(
+    *,
+    client: ApiClient,
+    patient: Patient | None = None,
+    status: str | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
+    branch_id: uuid.UUID | None = None,
+) -> QuerySet[Invoice]:
+    """Visible invoices, newest invoice date first, then most recently created, then id."""
+    invoices = visible_invoices(client).select_related("patient")
+    if patient is not None:
+        invoices = invoices.filter(patient=patient)
+    if status is not None:
+        invoices = invoices.filter(status=status)
+    if date_from is not None:
+        invoices = invoices.filter(date__gte=date_from)
+    if date_to is not None:
+        invoices = invoices.filter(date__lte=date_to)
+    if branch_id is not None:
+        billing_branch_check(client=client, branch_id=branch_id)
+        invoices = invoices.filter(branch_id=branch_id)
+    return invoices.order_by("-date", "-created_at", "id")
+
+
+def billing_summary(
+    *, client: ApiClient, date_from: date, date_to: date, branch_id: uuid.UUID | None = None
+) -> dict[str, Any]:
+    """The financial summary of CONTRACT section 8 over [date_from, date_to], in three aggregate queries.
+
+    Billed invoices are the finalized, partially paid and paid ones dated in the range. total_billed sums
+    their grand totals; total_outstanding their balances as they stand now. total_collected and
+    collection_by_mode count the payments dated in the range (cash received in the period, whatever the
+    date of the invoice it settles). revenue_by_department sums the taxable amounts of the billed
+    invoices' lines by department."""
+    branches: frozenset[uuid.UUID] | None = client_branch_ids(client)
+    if branch_id is not None:
+        billing_branch_check(client=client, branch_id=branch_id)
+        branches = frozenset({branch_id})
+    billed = Invoice.objects.filter(date__gte=date_from, date__lte=date_to, status__in=BILLED_STATUSES)
+    payments = Payment.objects.filter(payment_date__gte=date_from, payment_date__lte=date_to)
+    lines = LineItem.objects.filter(
+        invoice__date__gte=date_from, invoice__date__lte=date_to, invoice__status__in=BILLED_STATUSES
+    )
+    if branches is not None:
+        billed = billed.filter(branch_id__in=branches)
+        payments = payments.filter(invoice__branch_id__in=branches)
+        lines = lines.filter(invoice__branch_id__in=branches)
+    totals = billed.aggregate(
+        total_billed=Coalesce(Sum("grand_total"), _ZERO),
+        total_outstanding=Coalesce(Sum(F("grand_total") - F("paid")), _ZERO),
+    )
+    by_mode = {mode: Decimal("0.00") for mode in Payment.Mode.values}
+    for row in payments.order_by().values("payment_mode").annotate(total=Sum("amount")):
+        by_mode[row["payment_mode"]] = row["total"]
+    by_department = (
+        lines.order_by("department__name")
+        .values("department__name")
+        .annotate(total=Sum("taxable_amount"))
+        .values_list("department__name", "total")
+    )
+    return {
+        "total_billed": totals["total_billed"],
+        "total_collected": sum(by_mode.values(), Decimal("0.00")),
+        "total_outstanding": totals["total_outstanding"],
+        "collection_by_mode": by_mode,
+        "revenue_by_department": dict(by_department),
+    }

@@ -1,0 +1,124 @@
+"""Factories and helpers shared by the billing tests. Invoices are made through billing.services, so their
+stored totals are always what the services compute."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import factory
+from django.forms.models import model_to_dict
+from django.test import Client
+
+from billing import services
+from billing.models import BillableService, Invoice, InvoiceNumberCounter, Payment
+from clinic.api.renderers import dumps
+from tests.conftest import bearer
+from tests.factories import DepartmentFactory
+
+INVOICES = "/api/v1/billing/invoices"
+SUMMARY = "/api/v1/billing/summary"
+
+
+class BillableServiceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = BillableService
+        django_get_or_create = ("code",)
+
+    code = factory.Sequence(lambda n: f"SVC-{n:04d}")
+    name = factory.Sequence(lambda n: f"Service {n}")
+    department = factory.SubFactory(DepartmentFactory)
+    rate = Decimal("500.00")
+    tax_rate = Decimal("18.00")
+
+
+def line(
+    department: Any,
+    rate: str = "1000.00",
+    tax_rate: str = "18",
+    quantity: str = "1",
+    discount: str = "0.00",
+    name: str = "Consultation",
+) -> services.LineInput:
+    return services.LineInput(
+        service_name=name,
+        department=department,
+        rate=Decimal(rate),
+        tax_rate=Decimal(tax_rate),
+        quantity=Decimal(quantity),
+        discount=Decimal(discount),
+    )
+
+
+def make_invoice(
+    *,
+    branch: Any,
+    patient: Any,
+    department: Any = None,
+    lines: list[services.LineInput] | None = None,
+    finalize: bool = True,
+    on: date | None = None,
+) -> Invoice:
+    """An invoice through the service; by default one line of 1000.00 at 18 % (grand total 1180.00)."""
+    if lines is None:
+        lines = [line(department or DepartmentFactory())]
+    return services.invoice_create(branch=branch, patient=patient, line_items=lines, invoice_date=on, finalize=finalize)
+
+
+def pay(invoice: Invoice, amount: str, mode: str = "cash", reference: str = "", on: date | None = None) -> Payment:
+    return services.payment_record(
+        invoice=invoice, amount=Decimal(amount), payment_mode=mode, reference=reference, payment_date=on
+    )
+
+
+def post_json(client: Client, token: str, url: str, body: Any, key: str | None = None) -> Any:
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}
+    data = body if isinstance(body, str) else dumps(body)
+    return client.post(url, data, content_type="application/json", **bearer(token), **headers)
+
+
+def patch_json(client: Client, token: str, url: str, body: Any) -> Any:
+    return client.patch(url, dumps(body), content_type="application/json", **bearer(token))
+
+
+def get(client: Client, token: str, url: str, params: dict[str, Any] | None = None) -> Any:
+    return client.get(url, params or {}, **bearer(token))
+
+
+def body(response: Any) -> Any:
+    """The JSON body with numbers read as Decimal, so money is compared exactly (1180.50, not a float)."""
+    return json.loads(response.content, parse_float=Decimal)
+
+
+def error_fields(response: Any) -> list[str]:
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["code"] == "validation_error"
+    return sorted(error["field"] for error in problem["errors"])
+
+
+def problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    data = response.json()
+    assert (data["status"], data["code"], data["type"]) == (status, code, f"/api/v1/problems/{code}")
+    assert data["request_id"] == response["X-Request-ID"]
+    return data
+
+
+def snapshot(invoice: Invoice) -> dict[str, Any]:
+    """Every stored column of the invoice, its lines and payments, and its branch's number counters."""
+    fresh = Invoice.objects.get(pk=invoice.pk)
+    row = model_to_dict(fresh, exclude=[])
+    row.update(
+        {name: getattr(fresh, name) for name in ("invoice_number", "financial_year", "created_at", "updated_at")}
+    )
+    row["lines"] = list(fresh.line_items.order_by("position").values())
+    row["payments"] = list(fresh.payments.order_by("recorded_at").values())
+    row["counters"] = list(
+        InvoiceNumberCounter.objects.filter(branch_id=fresh.branch_id).values_list("financial_year", "last_number")
+    )
+    return row

@@ -1,0 +1,187 @@
+"""GST arithmetic (CONTRACT section 8): a table of worked lines, the .005 boundaries, the odd-paisa split,
+and an independent integer-paise implementation checked against billing.tax over random lines."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import pytest
+
+from billing.numbering import financial_year, format_invoice_number
+from billing.tax import DiscountTooLarge, LineTax, invoice_totals, is_interstate, line_tax
+
+D = Decimal
+
+# quantity, rate, discount, tax rate, inter-state -> taxable, cgst, sgst, igst, amount
+TABLE = [
+    ("1", "1000.00", "0", "18", False, "1000.00", "90.00", "90.00", "0.00", "1180.00"),
+    ("1", "1000.00", "0", "18", True, "1000.00", "0.00", "0.00", "180.00", "1180.00"),
+    ("1", "500.00", "0", "0", False, "500.00", "0.00", "0.00", "0.00", "500.00"),
+    ("1", "500.00", "0", "0", True, "500.00", "0.00", "0.00", "0.00", "500.00"),
+    ("2", "325.50", "51.00", "5", False, "600.00", "15.00", "15.00", "0.00", "630.00"),
+    ("2", "325.50", "51.00", "5", True, "600.00", "0.00", "0.00", "30.00", "630.00"),
+    # 0.5 x 333.33 = 166.665 -> 166.67; 12 % of it is 20.0004 -> 20.00
+    ("0.5", "333.33", "0", "12", False, "166.67", "10.00", "10.00", "0.00", "186.67"),
+    ("0.5", "333.33", "0", "12", True, "166.67", "0.00", "0.00", "20.00", "186.67"),
+    # 2.75 x 120 = 330.00, less 30 discount; 18 % of 300
+    ("2.75", "120.00", "30.00", "18", False, "300.00", "27.00", "27.00", "0.00", "354.00"),
+    # odd paisa: 12 % of 0.42 = 0.0504 -> 0.05 -> CGST 0.03 + SGST 0.02
+    ("1", "0.42", "0", "12", False, "0.42", "0.03", "0.02", "0.00", "0.47"),
+    ("1", "0.42", "0", "12", True, "0.42", "0.00", "0.00", "0.05", "0.47"),
+    # .005 on the tax: 18 % of 0.25 = 0.045 -> 0.05 (banker's rounding would give 0.04)
+    ("1", "0.25", "0", "18", False, "0.25", "0.03", "0.02", "0.00", "0.30"),
+    ("1", "0.25", "0", "18", True, "0.25", "0.00", "0.00", "0.05", "0.30"),
+    # .005 on the tax: 5 % of 10.10 = 0.505 -> 0.51 (banker's: 0.50); halves 0.26 + 0.25
+    ("1", "10.10", "0", "5", False, "10.10", "0.26", "0.25", "0.00", "10.61"),
+    # .005 on quantity x rate: 0.125 x 100.04 = 12.505 -> 12.51 (banker's: 12.50)
+    ("0.125", "100.04", "0", "0", False, "12.51", "0.00", "0.00", "0.00", "12.51"),
+    ("0.125", "100.04", "0", "5", True, "12.51", "0.00", "0.00", "0.63", "13.14"),
+    # 18 % of 100.05 = 18.009 -> 18.01; CGST 9.005 -> 9.01, SGST the rest
+    ("1", "100.05", "0", "18", False, "100.05", "9.01", "9.00", "0.00", "118.06"),
+    ("1", "100.05", "0", "18", True, "100.05", "0.00", "0.00", "18.01", "118.06"),
+    # 28 % of 1234.56 = 345.6768 -> 345.68
+    ("1", "1234.56", "0", "28", False, "1234.56", "172.84", "172.84", "0.00", "1580.24"),
+    # the discount may take the whole line
+    ("2", "150.00", "300.00", "18", False, "0.00", "0.00", "0.00", "0.00", "0.00"),
+    ("3", "0.00", "0", "18", False, "0.00", "0.00", "0.00", "0.00", "0.00"),
+]
+
+
+@pytest.mark.parametrize(
+    ("quantity", "rate", "discount", "tax_rate", "interstate", "taxable", "cgst", "sgst", "igst", "amount"),
+    TABLE,
+)
+def test_line_tax_table(quantity, rate, discount, tax_rate, interstate, taxable, cgst, sgst, igst, amount):
+    result = line_tax(
+        quantity=D(quantity), rate=D(rate), discount=D(discount), tax_rate=D(tax_rate), interstate=interstate
+    )
+
+    assert (result.taxable, result.cgst, result.sgst, result.igst, result.amount) == (
+        D(taxable),
+        D(cgst),
+        D(sgst),
+        D(igst),
+        D(amount),
+    )
+    assert all(value.as_tuple().exponent == -2 for value in (result.taxable, result.cgst, result.sgst, result.igst))
+    assert result.amount == result.taxable + result.tax
+
+
+def test_a_discount_above_quantity_times_rate_is_refused():
+    with pytest.raises(DiscountTooLarge, match=r"300.01 exceeds quantity x rate \(300.00\)"):
+        line_tax(quantity=D(2), rate=D("150.00"), discount=D("300.01"), tax_rate=D(18), interstate=False)
+
+
+def test_the_discount_is_compared_with_the_rounded_gross():
+    # 0.5 x 0.01 = 0.005 -> 0.01, so a discount of 0.01 is allowed.
+    result = line_tax(quantity=D("0.5"), rate=D("0.01"), discount=D("0.01"), tax_rate=D(5), interstate=False)
+
+    assert (result.gross, result.taxable, result.amount) == (D("0.01"), D("0.00"), D("0.00"))
+
+
+def _paise_reference(quantity_milli: int, rate_paise: int, discount_paise: int, rate_bp: int, interstate: bool):
+    """The same rules in integer paise, written independently: half-up is (x + half) // unit for x >= 0."""
+    gross = (quantity_milli * rate_paise + 500) // 1000
+    taxable = gross - discount_paise
+    tax = (taxable * rate_bp + 5000) // 10000
+    if interstate:
+        return taxable, 0, 0, tax
+    cgst = (tax + 1) // 2
+    return taxable, cgst, tax - cgst, 0
+
+
+def test_random_lines_match_an_integer_paise_implementation():
+    rng = random.Random(20261121)
+    for _ in range(5000):
+        quantity_milli = rng.choice([1000, 2000, 500, 250, 125, 1500, 3333, rng.randint(1, 50_000)])
+        rate_paise = rng.choice([rng.randint(0, 200_000), rng.randint(0, 99), 33_333, 1_005])
+        rate_bp = rng.choice([0, 500, 1200, 1800, 2800, 25, 300])
+        gross = (quantity_milli * rate_paise + 500) // 1000
+        discount_paise = rng.choice([0, 0, rng.randint(0, gross)])
+        interstate = rng.random() < 0.5
+
+        result = line_tax(
+            quantity=D(quantity_milli) / 1000,
+            rate=D(rate_paise) / 100,
+            discount=D(discount_paise) / 100,
+            tax_rate=D(rate_bp) / 100,
+            interstate=interstate,
+        )
+
+        taxable, cgst, sgst, igst = _paise_reference(quantity_milli, rate_paise, discount_paise, rate_bp, interstate)
+        assert (result.taxable, result.cgst, result.sgst, result.igst) == (
+            D(taxable) / 100,
+            D(cgst) / 100,
+            D(sgst) / 100,
+            D(igst) / 100,
+        ), (quantity_milli, rate_paise, discount_paise, rate_bp, interstate)
+        assert D(0) <= result.cgst - result.sgst <= D("0.01")
+
+
+def test_totals_are_the_exact_sums_of_the_lines():
+    rng = random.Random(7)
+    lines: list[LineTax] = [
+        line_tax(
+            quantity=D(rng.randint(1, 4000)) / 1000,
+            rate=D(rng.randint(1, 500_000)) / 100,
+            discount=D(0),
+            tax_rate=D(rng.choice([0, 5, 12, 18])),
+            interstate=False,
+        )
+        for _ in range(200)
+    ]
+
+    totals = invoice_totals(lines)
+
+    assert totals.sub_total == sum((x.gross for x in lines), D("0.00"))
+    assert totals.taxable == sum((x.taxable for x in lines), D("0.00"))
+    assert totals.cgst == sum((x.cgst for x in lines), D("0.00"))
+    assert totals.sgst == sum((x.sgst for x in lines), D("0.00"))
+    assert totals.tax == totals.cgst + totals.sgst + totals.igst
+    assert totals.grand_total == sum((x.amount for x in lines), D("0.00"))
+    assert totals.grand_total == totals.sub_total - totals.discount + totals.tax
+
+
+def test_totals_of_no_lines_are_zero():
+    totals = invoice_totals([])
+
+    assert (totals.sub_total, totals.tax, totals.grand_total) == (D("0.00"), D("0.00"), D("0.00"))
+
+
+@pytest.mark.parametrize(
+    ("patient_state", "branch_state", "interstate"),
+    [
+        ("Karnataka", "Karnataka", False),
+        (" karnataka ", "Karnataka", False),
+        ("Tamil  Nadu", "Tamil Nadu", False),
+        ("", "Karnataka", False),
+        ("   ", "Karnataka", False),
+        ("Maharashtra", "Karnataka", True),
+    ],
+)
+def test_interstate_compares_states_ignoring_case_and_spaces_and_unknown_is_local(
+    patient_state, branch_state, interstate
+):
+    assert is_interstate(patient_state=patient_state, branch_state=branch_state) is interstate
+
+
+@pytest.mark.parametrize(
+    ("day", "year"),
+    [
+        ("2026-03-31", "2025-26"),
+        ("2026-04-01", "2026-27"),
+        ("2027-03-31", "2026-27"),
+        ("2000-01-15", "1999-00"),
+        ("2099-12-31", "2099-00"),
+    ],
+)
+def test_the_indian_financial_year_runs_april_to_march(day, year):
+    from datetime import date
+
+    assert financial_year(date.fromisoformat(day)) == year
+
+
+def test_invoice_numbers_are_zero_padded_to_five_digits():
+    assert format_invoice_number("BLR", "2026-27", 42) == "BLR/2026-27/00042"
+    assert format_invoice_number("MUM", "2026-27", 123456) == "MUM/2026-27/123456"

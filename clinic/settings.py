@@ -277,6 +277,37 @@ if not FIELD_ENCRYPTION_KEY and not DEBUG:
     raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY is required when DEBUG is off (a Fernet key).")
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
+# --- Webhooks (integrations.webhooks) ----------------------------------------------------------------
+
+# Per attempt: connecting may take this long, the whole request and response at most the total.
+WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_int("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 5, minimum=1, maximum=60)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1, maximum=120)
+# A worker's claim on a delivery expires after this long; the relay then hands the delivery to another
+# worker (a worker killed mid-delivery). Longer than an attempt can last, so a live attempt is never doubled.
+WEBHOOK_CLAIM_LEASE_SECONDS = env_int("WEBHOOK_CLAIM_LEASE_SECONDS", 60, minimum=2, maximum=3600)
+if WEBHOOK_CLAIM_LEASE_SECONDS <= WEBHOOK_TIMEOUT_SECONDS:
+    raise ImproperlyConfigured("WEBHOOK_CLAIM_LEASE_SECONDS must be longer than WEBHOOK_TIMEOUT_SECONDS.")
+# The relay (Celery beat) picks up due deliveries this often, at most this many per run.
+WEBHOOK_RELAY_INTERVAL_SECONDS = env_int("WEBHOOK_RELAY_INTERVAL_SECONDS", 10, minimum=1, maximum=3600)
+WEBHOOK_RELAY_BATCH_SIZE = env_int("WEBHOOK_RELAY_BATCH_SIZE", 500, minimum=1, maximum=10_000)
+# A receiver's Retry-After is honoured up to this many seconds.
+WEBHOOK_RETRY_AFTER_MAX_SECONDS = env_int("WEBHOOK_RETRY_AFTER_MAX_SECONDS", 36_000, minimum=0, maximum=7 * 86400)
+# After a secret rotation, deliveries carry a signature with the previous secret too, for this long.
+WEBHOOK_SECRET_ROTATION_GRACE_SECONDS = env_int(
+    "WEBHOOK_SECRET_ROTATION_GRACE_SECONDS", 86_400, minimum=0, maximum=30 * 86400
+)
+# Finished webhook events (and their deliveries and attempts) are deleted after this many days.
+WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30, minimum=1, maximum=3650)
+CELERY_BEAT_SCHEDULE["relay-webhook-deliveries"] = {
+    "task": "integrations.tasks.relay_webhook_deliveries",
+    "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
+    "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},  # a backlog of relay runs is pointless
+}
+CELERY_BEAT_SCHEDULE["purge-webhook-events"] = {
+    "task": "integrations.tasks.purge_webhook_events",
+    "schedule": 3600.0,
+}
+
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True

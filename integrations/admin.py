@@ -219,3 +219,6 @@ class NotificationAttemptAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+from integrations import webhook_admin  # noqa: E402, F401 - registers the webhook admin classes

@@ -1,9 +1,10 @@
-"""The event publication point of the domain apps.
+"""The event publication point of the domain apps (the transactional outbox).
 
 Domain services call event_publish() inside the transaction of the change, with a plain payload built
-by the owning app's events.py. The webhooks issue fills this in: it will write the WebhookEvent row and
-one WebhookDelivery per matching subscription in that same transaction (the outbox), so nothing is
-published for a change that rolls back. Until then it only logs the event id and type.
+by the owning app's events.py. It writes the WebhookEvent row and one WebhookDelivery per matching active
+subscription in that same transaction, so nothing is published for a change that rolls back, and nothing
+committed is lost: after commit a delivery task is queued per delivery, and should the broker be down
+then, the periodic relay finds the rows (they are due at once) when it is back.
 """
 
 from __future__ import annotations
@@ -12,11 +13,45 @@ import logging
 import uuid
 from typing import Any
 
+from django.db import transaction
+from django.db.models import Q
+
+from integrations.webhook_models import WebhookDelivery, WebhookEvent, WebhookEventType, WebhookSubscription
+from integrations.webhooks import clock
+from integrations.webhooks.dispatch import deliveries_enqueue
+
 logger = logging.getLogger("integrations.events")
 
 
+def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> list[uuid.UUID]:
+    """Active subscriptions to `event_type` whose branch filter is empty or includes `branch_id`."""
+    subscriptions = WebhookSubscription.objects.filter(is_active=True, event_types__contains=[event_type])
+    if branch_id is None:
+        subscriptions = subscriptions.filter(branches__isnull=True)
+    else:
+        subscriptions = subscriptions.filter(Q(branches__isnull=True) | Q(branches=branch_id))
+    return list(subscriptions.values_list("id", flat=True).distinct())
+
+
+@transaction.atomic
 def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None = None) -> uuid.UUID:
-    """Publish `event_type` (e.g. "appointment.booked") with `payload`; returns the event id."""
-    event_id = uuid.uuid4()
-    logger.info("event %s %s (webhook delivery not configured yet)", event_id, event_type)
-    return event_id
+    """Publish `event_type` (e.g. "appointment.booked") with `payload` (the body's `data`); returns the
+    event id, which is the webhook-id of its deliveries. Call it inside the transaction of the change."""
+    if event_type not in WebhookEventType.values:
+        raise ValueError(f"Unknown event type {event_type!r}.")
+    subscription_ids = subscriptions_matching(event_type=event_type, branch_id=branch_id)
+    now = clock.now()
+    event = WebhookEvent.objects.create(type=event_type, payload=payload, branch_ref=branch_id, created_at=now)
+    deliveries = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            event=event,
+            subscription_id=subscription_id,
+            status=WebhookDelivery.Status.PENDING,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for subscription_id in subscription_ids
+    )
+    deliveries_enqueue([(delivery.pk, None) for delivery in deliveries])
+    logger.info("event %s %s: %d deliveries", event.id, event_type, len(deliveries))
+    return event.id

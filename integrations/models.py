@@ -254,3 +254,7 @@ class NotificationAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.channel} {self.status}"
+
+
+# The webhook models live in their own module; importing them here registers them with the app.
+from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription  # noqa: E402, F401

@@ -1,10 +1,21 @@
-"""Periodic housekeeping (scheduled by Celery beat)."""
+"""Celery tasks of integrations: periodic housekeeping (Celery beat) and webhook delivery.
+
+The webhook tasks are thin: they carry ids only and call integrations.webhooks.delivery, whose claims
+make every one of them idempotent (a duplicated or redelivered message does nothing).
+"""
+
+import uuid
+from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from integrations import idempotency
+from integrations.webhook_models import WebhookDelivery, WebhookEvent
+from integrations.webhooks import delivery
 
 
 @shared_task
@@ -15,4 +26,27 @@ def purge_idempotency_records() -> int:
 @shared_task
 def purge_expired_tokens() -> int:
     deleted, _ = get_access_token_model().objects.filter(expires__lt=timezone.now()).delete()
+    return deleted
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def deliver_webhook(delivery_id: int, claim_token: str | None = None) -> str:
+    """One attempt of a webhook delivery, if it is still this message's to make."""
+    token = uuid.UUID(claim_token) if claim_token else None
+    return delivery.delivery_attempt(delivery_id=delivery_id, token=token)
+
+
+@shared_task(ignore_result=True)
+def relay_webhook_deliveries() -> int:
+    """Queue every due delivery: retries, deliveries whose message was lost, claims of dead workers."""
+    return delivery.deliveries_relay()
+
+
+@shared_task(ignore_result=True)
+def purge_webhook_events() -> int:
+    """Delete events older than WEBHOOK_RETENTION_DAYS whose deliveries are all finished."""
+    cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_RETENTION_DAYS)
+    unfinished = Q(deliveries__status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.DELIVERING])
+    old = WebhookEvent.objects.filter(created_at__lt=cutoff).exclude(unfinished)
+    deleted, _ = WebhookEvent.objects.filter(pk__in=old.values("pk")).delete()
     return deleted

@@ -1,0 +1,158 @@
+"""Writes on webhook subscriptions and deliveries, used by the admin, the management command and tests.
+
+Signing secrets are returned once to the caller (to show once) and stored encrypted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from clinic.models import Branch
+from integrations.webhook_models import (
+    TEST_EVENT_TYPE,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookSubscription,
+)
+from integrations.webhooks import clock
+from integrations.webhooks.dispatch import deliveries_enqueue
+from integrations.webhooks.signing import secret_generate
+
+Status = WebhookDelivery.Status
+
+
+class DeliveryBusy(ValidationError):
+    """The delivery is being attempted right now; replaying it would send it twice."""
+
+
+@transaction.atomic
+def subscription_save(*, subscription: WebhookSubscription, extra_headers: dict[str, str] | None = None) -> str | None:
+    """Validate (target URL checked against DNS) and save. A new subscription gets its signing secret,
+    which is returned, the only time it is available in clear; None for an existing one.
+    `extra_headers` replaces the stored headers when given."""
+    if extra_headers is not None:
+        try:
+            subscription.extra_headers = extra_headers
+        except ValidationError as exc:
+            raise ValidationError({"extra_headers": exc.messages}) from None
+    secret = None
+    if subscription._state.adding and not subscription.secret_encrypted:
+        secret = secret_generate()
+        subscription.secret = secret
+    subscription.full_clean(exclude=["branches"])
+    if not subscription.is_active and not subscription.disabled_at:
+        subscription.disabled_at = clock.now()
+        subscription.disabled_reason = subscription.disabled_reason or "Disabled by staff."
+    elif subscription.is_active:
+        subscription.disabled_at, subscription.disabled_reason = None, ""
+    subscription.save()
+    return secret
+
+
+@transaction.atomic
+def subscription_create(
+    *,
+    name: str,
+    target_url: str,
+    event_types: Iterable[str],
+    branch_ids: Iterable[uuid.UUID] = (),
+    extra_headers: dict[str, str] | None = None,
+    description: str = "",
+    is_active: bool = True,
+) -> tuple[WebhookSubscription, str]:
+    """Create a subscription; returns it with its signing secret (whsec_...), shown to the caller once."""
+    subscription = WebhookSubscription(
+        name=name, description=description, target_url=target_url, event_types=list(event_types), is_active=is_active
+    )
+    secret = subscription_save(subscription=subscription, extra_headers=extra_headers or {})
+    assert secret is not None
+    branch_ids = list(branch_ids)
+    branches = list(Branch.objects.filter(pk__in=branch_ids))
+    if len(branches) != len(set(branch_ids)):
+        raise ValidationError({"branches": "Unknown branch id."})
+    subscription.branches.set(branches)
+    return subscription, secret
+
+
+@transaction.atomic
+def subscription_set_active(*, subscription: WebhookSubscription, active: bool, reason: str = "") -> None:
+    """Enable or disable. Pending deliveries of a disabled subscription fail when their turn comes."""
+    now = clock.now()
+    subscription.is_active = active
+    subscription.disabled_at = None if active else now
+    subscription.disabled_reason = "" if active else (reason or "Disabled by staff.")[:300]
+    subscription.save(update_fields=["is_active", "disabled_at", "disabled_reason", "updated_at"])
+
+
+@transaction.atomic
+def secret_rotate(*, subscription: WebhookSubscription, grace_seconds: int | None = None) -> str:
+    """Issue a new signing secret and return it (shown once). For the grace period
+    (WEBHOOK_SECRET_ROTATION_GRACE_SECONDS) deliveries are signed with the old secret too."""
+    locked = WebhookSubscription.objects.select_for_update().get(pk=subscription.pk)
+    grace = settings.WEBHOOK_SECRET_ROTATION_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    secret = secret_generate()
+    locked.previous_secret_encrypted = locked.secret_encrypted if grace > 0 else ""
+    locked.previous_secret_expires_at = clock.now() + timedelta(seconds=grace) if grace > 0 else None
+    locked.secret = secret
+    locked.save(
+        update_fields=["secret_encrypted", "previous_secret_encrypted", "previous_secret_expires_at", "updated_at"]
+    )
+    subscription.refresh_from_db()
+    return secret
+
+
+@transaction.atomic
+def delivery_replay(*, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send the delivery again from the start of the schedule (same event, same webhook-id). A delivery
+    being attempted right now is refused."""
+    locked = (
+        WebhookDelivery.objects.select_for_update(of=("self",))
+        .select_related("subscription", "event")
+        .get(pk=delivery.pk)
+    )
+    now = clock.now()
+    if locked.status == Status.DELIVERING and locked.claimed_until and locked.claimed_until > now:
+        raise DeliveryBusy("The delivery is being attempted right now; replay it when that attempt has finished.")
+    if not locked.subscription.is_active and not locked.event.is_test:
+        raise ValidationError("The subscription is disabled; enable it before replaying its deliveries.")
+    locked.status = Status.PENDING
+    locked.attempt_count = 0
+    locked.next_attempt_at = now
+    locked.claim_token = None
+    locked.claimed_until = None
+    locked.attempt_started_at = None
+    locked.save(
+        update_fields=[
+            "status",
+            "attempt_count",
+            "next_attempt_at",
+            "claim_token",
+            "claimed_until",
+            "attempt_started_at",
+        ]
+    )
+    deliveries_enqueue([(locked.pk, None)])
+    return locked
+
+
+@transaction.atomic
+def test_event_send(*, subscription: WebhookSubscription) -> WebhookDelivery:
+    """Send a `webhook.test` event to this one subscription (active or not), once, signed as any other."""
+    now = clock.now()
+    payload: dict[str, Any] = {
+        "subscription": {"id": str(subscription.pk), "name": subscription.name},
+        "message": "A test event sent from the clinic's administration. It carries no appointment.",
+    }
+    event = WebhookEvent.objects.create(type=TEST_EVENT_TYPE, payload=payload, is_test=True, created_at=now)
+    delivery = WebhookDelivery.objects.create(
+        event=event, subscription=subscription, status=Status.PENDING, next_attempt_at=now, created_at=now
+    )
+    deliveries_enqueue([(delivery.pk, None)])
+    return delivery

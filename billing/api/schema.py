@@ -3,6 +3,7 @@ their bodies with billing.api.serializers)."""
 
 from __future__ import annotations
 
+import json
 from copy import deepcopy
 from decimal import Decimal
 from typing import Any
@@ -351,49 +352,51 @@ SUMMARY_EXAMPLE = example(
 )
 
 
-def problem(name: str, status_code: int, code: str, detail: str, **extra: Any) -> OpenApiExample:
-    value: dict[str, Any] = {
+def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {
         "type": f"/api/v1/problems/{code}",
-        "title": {
-            "invalid_state": "Invalid state",
-            "duplicate_payment": "Duplicate payment",
-            "validation_error": "Invalid input",
-        }[code],
+        "title": title,
         "status": status_code,
         "detail": detail,
         "code": code,
         "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
         **extra,
     }
-    return OpenApiExample(name, response_only=True, status_codes=[str(status_code)], value=value)
 
 
-INVALID_STATE_PAYMENT = problem(
-    "Paying a draft",
+def error_examples(*problems: dict[str, Any]) -> str:
+    """Example problem bodies as a description section. The error responses themselves carry only the
+    shared Problem schema (clinic.api.schema), so operation-specific examples are documented here."""
+    bodies = "\n\n".join(f"```json\n{json.dumps(problem, indent=2)}\n```" for problem in problems)
+    return f"\n\nExample errors:\n\n{bodies}"
+
+
+INVALID_STATE_PAYMENT = _problem(
     409,
     "invalid_state",
+    "Invalid state",
     "Cannot pay an invoice that is draft; it must be finalized or partially_paid.",
     current_status="draft",
 )
-DUPLICATE_PAYMENT = problem(
-    "Duplicate payment",
+DUPLICATE_PAYMENT = _problem(
     409,
     "duplicate_payment",
+    "Duplicate payment",
     "This invoice already has a upi payment with reference 'UPI-412345678901'.",
     payment_mode="upi",
     reference="UPI-412345678901",
 )
-OVERPAYMENT = problem(
-    "More than the balance",
+OVERPAYMENT = _problem(
     400,
     "validation_error",
+    "Invalid input",
     "The request has invalid fields.",
     errors=[{"field": "amount", "code": "invalid", "message": "Cannot exceed the balance of 680.00."}],
 )
-BAD_LINE = problem(
-    "Bad line item",
+BAD_LINE = _problem(
     400,
     "validation_error",
+    "Invalid input",
     "The request has invalid fields.",
     errors=[
         {
@@ -403,17 +406,24 @@ BAD_LINE = problem(
         }
     ],
 )
-INVALID_STATE_EDIT = problem(
-    "Not a draft",
+INVALID_STATE_EDIT = _problem(
     409,
     "invalid_state",
+    "Invalid state",
     "Cannot edit an invoice that is finalized; it must be draft.",
     current_status="finalized",
 )
-INVALID_STATE_CANCEL = problem(
-    "Already paid in part",
+INVALID_STATE_FINALIZE = _problem(
     409,
     "invalid_state",
+    "Invalid state",
+    "Cannot finalize an invoice that is finalized; it must be draft.",
+    current_status="finalized",
+)
+INVALID_STATE_CANCEL = _problem(
+    409,
+    "invalid_state",
+    "Invalid state",
     "Cannot cancel an invoice that is partially_paid; it must be draft or finalized.",
     current_status="partially_paid",
 )

@@ -117,7 +117,8 @@ class InvoiceListCreateView(InvoiceView):
             "and SGST halves, CGST taking an odd paisa (tax 0.05 -> 0.03 + 0.02); otherwise IGST. The treatment "
             "is fixed when the invoice is created. Totals are the exact sums of the lines. "
             "Honours `Idempotency-Key`. Scope: `billing:write`."
-        ),
+        )
+        + schema.error_examples(schema.BAD_LINE),
         request=InvoiceCreateSerializer,
         responses={201: _DETAIL},
         examples=[
@@ -125,7 +126,6 @@ class InvoiceListCreateView(InvoiceView):
             schema.CREATED_FINALIZED_EXAMPLE,
             schema.DRAFT_EXAMPLE,
             schema.INTERSTATE_EXAMPLE,
-            schema.BAD_LINE,
         ],
     )
     def post(self, request: Request) -> Response:
@@ -171,11 +171,12 @@ class InvoiceDetailView(InvoiceView):
             "Only drafts are editable: `date` and/or `line_items` (which, when sent, replace every line; the "
             "same rules as creation). Totals are recomputed. 409 `invalid_state` once finalized or cancelled. "
             "Honours `Idempotency-Key`. Scope: `billing:write`."
-        ),
+        )
+        + schema.error_examples(schema.INVALID_STATE_EDIT),
         parameters=[_ID],
         request=InvoiceUpdateSerializer,
-        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state`: not a draft.")},
-        examples=[schema.UPDATE_REQUEST, schema.EDITED_EXAMPLE, schema.INVALID_STATE_EDIT],
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")},
+        examples=[schema.UPDATE_REQUEST, schema.EDITED_EXAMPLE],
     )
     def patch(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -202,11 +203,12 @@ class InvoiceFinalizeView(InvoiceView):
             "financial year of its date, e.g. `BLR/2026-27/00042`. Numbers are consecutive per branch and "
             "year, without gaps or repeats, also under concurrency. Takes no body. 409 `invalid_state` when "
             "not a draft. Honours `Idempotency-Key`. Scope: `billing:write`."
-        ),
+        )
+        + schema.error_examples(schema.INVALID_STATE_FINALIZE),
         parameters=[_ID],
         request=None,
-        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state`: not a draft.")},
-        examples=[schema.FINALIZED_EXAMPLE, schema.INVALID_STATE_EDIT],
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")},
+        examples=[schema.FINALIZED_EXAMPLE],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -224,15 +226,18 @@ class InvoiceCancelView(InvoiceView):
             "A draft, or a finalized invoice with nothing paid, becomes `cancelled`; `reason` is required. A "
             "cancelled finalized invoice keeps its number (the series has no gaps). 409 `invalid_state` once "
             "anything is paid, or when already cancelled. Honours `Idempotency-Key`. Scope: `billing:write`."
-        ),
+        )
+        + schema.error_examples(schema.INVALID_STATE_CANCEL),
         parameters=[_ID],
         request=CancelSerializer,
         responses={
             200: _DETAIL,
             404: _NOT_FOUND,
-            409: OpenApiResponse(description="`invalid_state`: partially paid, paid or already cancelled."),
+            409: OpenApiResponse(
+                description="`invalid_state` (with `current_status`): partially paid, paid or already cancelled."
+            ),
         },
-        examples=[schema.CANCEL_REQUEST, schema.CANCELLED_EXAMPLE, schema.INVALID_STATE_CANCEL],
+        examples=[schema.CANCEL_REQUEST, schema.CANCELLED_EXAMPLE],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -257,21 +262,19 @@ class PaymentCreateView(InvoiceView):
             "invoices; 409 `duplicate_payment` for a second payment with the same mode and reference on the "
             "invoice. Payments cannot be changed or reversed. Honours `Idempotency-Key` (a retry with the same "
             "key replays the 201 without paying twice). Scope: `billing:write`."
-        ),
+        )
+        + schema.error_examples(schema.OVERPAYMENT, schema.INVALID_STATE_PAYMENT, schema.DUPLICATE_PAYMENT),
         parameters=[_ID],
         request=PaymentSerializer,
         responses={
             201: OpenApiResponse(schema.PaymentResultSchema, description="The payment and the invoice's new state."),
             404: _NOT_FOUND,
-            409: OpenApiResponse(description="`invalid_state` or `duplicate_payment`."),
+            409: OpenApiResponse(
+                description="`invalid_state` (draft, cancelled or paid; with `current_status`) or `duplicate_payment` "
+                "(with `payment_mode` and `reference`)."
+            ),
         },
-        examples=[
-            schema.PAYMENT_REQUEST,
-            schema.PAYMENT_EXAMPLE,
-            schema.OVERPAYMENT,
-            schema.INVALID_STATE_PAYMENT,
-            schema.DUPLICATE_PAYMENT,
-        ],
+        examples=[schema.PAYMENT_REQUEST, schema.PAYMENT_EXAMPLE],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)

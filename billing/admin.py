@@ -49,7 +49,8 @@ class LineItemForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in ("service_name", "department", "rate", "tax_rate"):
-            self.fields[name].required = False
+            if name in self.fields:  # absent when the inline is read-only
+                self.fields[name].required = False
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -138,8 +139,9 @@ class PaymentForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["payment_date"].required = False
-        self.fields["payment_date"].help_text = "Default: today at the branch."
+        if "payment_date" in self.fields:
+            self.fields["payment_date"].required = False
+            self.fields["payment_date"].help_text = "Default: today at the branch."
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -252,10 +254,12 @@ class InvoiceAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Invoice, form: Any, change: bool) -> None:
         if not change:
-            # Created through the service (place of supply fixed there), keeping the form's primary key.
-            services.invoice_create(
-                branch=obj.branch, patient=obj.patient, invoice_date=obj.date, line_items=[], invoice_id=obj.id
+            # Created by the service (place of supply fixed there); the form's object then becomes that row.
+            # (Its primary key is None here: Django clears a defaulted pk of a parent with inlines.)
+            created = services.invoice_create(
+                branch=obj.branch, patient=obj.patient, invoice_date=obj.date, line_items=[]
             )
+            obj.pk = created.pk
             obj._state.adding = False
             obj.refresh_from_db()
         elif "date" in form.changed_data:

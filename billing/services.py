@@ -180,7 +180,6 @@ def invoice_create(
     line_items: Sequence[LineInput],
     invoice_date: date | None = None,
     finalize: bool = False,
-    invoice_id: uuid.UUID | None = None,
 ) -> Invoice:
     """Create a draft (and finalize it at once when asked). The place of supply and with it the CGST/SGST
     or IGST treatment are fixed here, from the patient's address state against the branch's state.
@@ -195,8 +194,6 @@ def invoice_create(
         interstate=interstate,
         place_of_supply=" ".join(patient.address_state.split()) if interstate else branch.state,
     )
-    if invoice_id is not None:
-        invoice.id = invoice_id  # the admin's unsaved object keeps its primary key
     lines = _build_lines(invoice, line_items)
     invoice.save()
     LineItem.objects.bulk_create(lines)

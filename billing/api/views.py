@@ -175,7 +175,11 @@ class InvoiceDetailView(InvoiceView):
         + schema.error_examples(schema.INVALID_STATE_EDIT),
         parameters=[_ID],
         request=InvoiceUpdateSerializer,
-        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")},
+        responses={
+            200: _DETAIL,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft."),
+        },
         examples=[schema.UPDATE_REQUEST, schema.EDITED_EXAMPLE],
     )
     def patch(self, request: Request, id: str) -> Response:
@@ -207,7 +211,11 @@ class InvoiceFinalizeView(InvoiceView):
         + schema.error_examples(schema.INVALID_STATE_FINALIZE),
         parameters=[_ID],
         request=None,
-        responses={200: _DETAIL, 404: _NOT_FOUND, 409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")},
+        responses={
+            200: _DETAIL,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft."),
+        },
         examples=[schema.FINALIZED_EXAMPLE],
     )
     def post(self, request: Request, id: str) -> Response:

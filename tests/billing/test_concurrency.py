@@ -67,7 +67,9 @@ def invoice(blr, patient, medicine):
 
 def test_20_concurrent_payments_of_100_against_1180_accept_exactly_11(writer, invoice):
     url = f"{INVOICES}/{invoice.id}/payments"
-    work = [api_post(writer, url, {"amount": 100, "payment_mode": "upi", "reference": f"UPI-{n}"}) for n in range(THREADS)]
+    work = [
+        api_post(writer, url, {"amount": 100, "payment_mode": "upi", "reference": f"UPI-{n}"}) for n in range(THREADS)
+    ]
 
     results = all_at_once(work)
 
@@ -86,7 +88,9 @@ def test_20_concurrent_payments_of_100_against_1180_accept_exactly_11(writer, in
 
 def test_20_concurrent_payments_that_add_up_to_the_total_all_succeed_and_the_invoice_is_paid(writer, invoice):
     url = f"{INVOICES}/{invoice.id}/payments"
-    work = [api_post(writer, url, {"amount": 59, "payment_mode": "card", "reference": f"C-{n}"}) for n in range(THREADS)]
+    work = [
+        api_post(writer, url, {"amount": 59, "payment_mode": "card", "reference": f"C-{n}"}) for n in range(THREADS)
+    ]
 
     results = all_at_once(work)
 

@@ -94,9 +94,7 @@ def schema(django_db_setup: None, django_db_blocker: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("method", "path", "scope", "payload"), OPERATIONS, ids=IDS)
-def test_every_billing_operation_is_documented_with_its_scope_errors_and_examples(
-    schema, method, path, scope, payload
-):
+def test_every_billing_operation_is_documented_with_its_scope_errors_and_examples(schema, method, path, scope, payload):
     operation = schema["paths"][path][method]
 
     assert operation["summary"]

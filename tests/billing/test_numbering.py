@@ -92,9 +92,13 @@ def test_just_before_midnight_in_the_branch_is_still_31_march(client, writer, bl
 def test_a_rolled_back_finalization_gives_its_number_back(blr, patient, medicine):
     first, second = (make_invoice(branch=blr, patient=patient, department=medicine, finalize=False) for _ in range(2))
 
-    with pytest.raises(RuntimeError), transaction.atomic():
-        services.invoice_finalize(invoice=first)
-        raise RuntimeError("something after numbering failed")
+    def finalize_then_fail() -> None:
+        with transaction.atomic():
+            services.invoice_finalize(invoice=first)
+            raise RuntimeError("something after numbering failed")
+
+    with pytest.raises(RuntimeError):
+        finalize_then_fail()
 
     assert Invoice.objects.get(pk=first.pk).invoice_number is None
     assert services.invoice_finalize(invoice=second).invoice_number == "BLR/2026-27/00001"

@@ -124,7 +124,10 @@ BAD_BODIES = [
     ({"amount": 10, "payment_mode": "cash", "payment_date": "2026-02-30"}, ["payment_date"]),
     ({"amount": 10, "payment_mode": "cash", "payment_date": "2099-01-01"}, ["payment_date"]),
     ({"amount": 10, "payment_mode": "cash", "note": "x"}, ["note"]),
-    ({"amount": 0, "payment_mode": "neft", "payment_date": "2099-01-01", "tip": 1}, ["amount", "payment_date", "reference", "tip"]),
+    (
+        {"amount": 0, "payment_mode": "neft", "payment_date": "2099-01-01", "tip": 1},
+        ["amount", "payment_date", "reference", "tip"],
+    ),
 ]
 
 
@@ -185,13 +188,21 @@ def test_the_same_reference_under_another_mode_or_on_another_invoice_is_accepted
     other = make_invoice(branch=blr, patient=patient, department=medicine)
     pay(invoice, "100.00", mode="upi", reference="REF-1")
 
-    assert post_json(client, writer, url(invoice), {"amount": 1, "payment_mode": "card", "reference": "REF-1"}).status_code == 201
-    assert post_json(client, writer, url(other), {"amount": 1, "payment_mode": "upi", "reference": "REF-1"}).status_code == 201
+    assert (
+        post_json(client, writer, url(invoice), {"amount": 1, "payment_mode": "card", "reference": "REF-1"}).status_code
+        == 201
+    )
+    assert (
+        post_json(client, writer, url(other), {"amount": 1, "payment_mode": "upi", "reference": "REF-1"}).status_code
+        == 201
+    )
 
 
 def test_cash_payments_may_repeat_a_reference(client, writer, invoice):
     for _ in range(2):
-        response = post_json(client, writer, url(invoice), {"amount": 5, "payment_mode": "cash", "reference": "Counter 2"})
+        response = post_json(
+            client, writer, url(invoice), {"amount": 5, "payment_mode": "cash", "reference": "Counter 2"}
+        )
         assert response.status_code == 201, response.content
 
     assert Payment.objects.filter(reference="Counter 2").count() == 2
@@ -214,7 +225,9 @@ def test_the_same_idempotency_key_with_another_body_is_422_and_pays_nothing(clie
     post_json(client, writer, url(invoice), {"amount": 500, "payment_mode": "upi", "reference": "U1"}, key="k1")
     before = snapshot(invoice)
 
-    response = post_json(client, writer, url(invoice), {"amount": 600, "payment_mode": "upi", "reference": "U1"}, key="k1")
+    response = post_json(
+        client, writer, url(invoice), {"amount": 600, "payment_mode": "upi", "reference": "U1"}, key="k1"
+    )
 
     problem(response, 422, "idempotency_key_reused")
     assert snapshot(invoice) == before
@@ -245,9 +258,12 @@ def test_the_service_checks_the_rules_too(invoice):
 def test_a_payment_cannot_be_updated_even_with_raw_sql(invoice):
     payment = pay(invoice, "100.00")
 
-    with pytest.raises(IntegrityError, match="billing payments are immutable"), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE billing_payment SET amount = 1 WHERE id = %s", [payment.id])
+    with (
+        pytest.raises(IntegrityError, match="billing payments are immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE billing_payment SET amount = 1 WHERE id = %s", [payment.id])
 
     assert Payment.objects.get().amount == D("100.00")
 
@@ -255,9 +271,12 @@ def test_a_payment_cannot_be_updated_even_with_raw_sql(invoice):
 def test_a_payment_cannot_be_deleted_even_with_raw_sql(invoice):
     payment = pay(invoice, "100.00")
 
-    with pytest.raises(IntegrityError, match="billing payments are immutable"), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM billing_payment WHERE id = %s", [payment.id])
+    with (
+        pytest.raises(IntegrityError, match="billing payments are immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("DELETE FROM billing_payment WHERE id = %s", [payment.id])
 
     assert Payment.objects.count() == 1
 

@@ -41,7 +41,9 @@ def generate(rng: random.Random, branches: list[Any], count: int) -> None:
             gross = (D(quantity) * D(rate)).quantize(D("0.01"))
             discount = rng.choice([ZERO, ZERO, (gross * D("0.1")).quantize(D("0.01"))])
             tax_rate = rng.choice(["0", "5", "12", "18"])
-            lines.append(line(rng.choice(departments), rate=rate, tax_rate=tax_rate, quantity=quantity, discount=str(discount)))
+            lines.append(
+                line(rng.choice(departments), rate=rate, tax_rate=tax_rate, quantity=quantity, discount=str(discount))
+            )
         on = START + timedelta(days=rng.randint(0, 120))
         invoice = make_invoice(
             branch=branch, patient=rng.choice(patients), lines=lines, finalize=rng.random() < 0.85, on=on
@@ -158,7 +160,12 @@ def test_the_summary_equals_a_python_computation_for_several_ranges_and_branches
 
 
 def test_a_small_summary_exactly(client, reader, blr, mum, patient, medicine, ortho):
-    first = make_invoice(branch=blr, patient=patient, lines=[line(medicine), line(ortho, rate="200.00", tax_rate="5")], on=date(2026, 10, 5))
+    first = make_invoice(
+        branch=blr,
+        patient=patient,
+        lines=[line(medicine), line(ortho, rate="200.00", tax_rate="5")],
+        on=date(2026, 10, 5),
+    )
     pay(first, "1000.00", mode="upi", reference="U1", on=date(2026, 10, 6))
     pay(first, "100.00", on=date(2026, 11, 1))  # outside the range: not collected in October
     second = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 31))
@@ -231,7 +238,9 @@ def test_a_restricted_client_summarises_only_its_branches(client, reader, blr, m
     assert body(response)["total_billed"] == D("1180.00")
 
 
-def test_the_summary_makes_three_aggregate_queries_whatever_the_volume(blr, patient, medicine, django_assert_num_queries):
+def test_the_summary_makes_three_aggregate_queries_whatever_the_volume(
+    blr, patient, medicine, django_assert_num_queries
+):
     api_client = ApiClientFactory(allowed_scopes=["billing:read"])
     for n in range(10):
         invoice = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 1 + n))

@@ -277,9 +277,8 @@ if not FIELD_ENCRYPTION_KEY and not DEBUG:
     raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY is required when DEBUG is off (a Fernet key).")
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
-# --- Webhooks (integrations.webhooks) ----------------------------------------------------------------
-
-# Per attempt: connecting may take this long, the whole request and response at most the total.
+# Webhook delivery (integrations.webhooks). Per attempt: connecting may take this long, the whole
+# request and response at most the total (CONTRACT section 9: 5 s and 15 s).
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_int("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 5, minimum=1, maximum=60)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1, maximum=120)
 # A worker's claim on a delivery expires after this long; the relay then hands the delivery to another

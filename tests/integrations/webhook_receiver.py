@@ -109,7 +109,7 @@ class Receiver:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
             self.scheme = "https"
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def url(self, path: str = "/hooks", host: str = "127.0.0.1") -> str:

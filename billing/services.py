@@ -21,7 +21,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from billing import numbering, tax
-from billing.models import BillableService, Invoice, LineItem, Payment
+from billing.models import BILLED_STATUSES, BillableService, Invoice, LineItem, Payment
 from clinic.errors import Conflict, FieldError
 from clinic.models import Branch, Department
 from patients.models import Patient
@@ -96,6 +96,9 @@ def _build_line(invoice: Invoice, item: LineInput, position: int, field: str) ->
         raise FieldError({f"{field}.discount": str(exc)}) from None
     return LineItem(
         invoice=invoice,
+        branch_id=invoice.branch_id,
+        invoice_date=invoice.date,
+        billed=invoice.status in BILLED_STATUSES,
         position=position,
         service=item.service,
         service_name=item.service_name,
@@ -316,6 +319,7 @@ def payment_record(
         with transaction.atomic():
             payment = Payment.objects.create(
                 invoice=invoice,
+                branch_id=invoice.branch_id,
                 amount=amount,
                 payment_mode=payment_mode,
                 reference=reference,

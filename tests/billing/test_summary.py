@@ -238,7 +238,7 @@ def test_a_restricted_client_summarises_only_its_branches(client, reader, blr, m
     assert body(response)["total_billed"] == D("1180.00")
 
 
-def test_the_summary_makes_three_aggregate_queries_whatever_the_volume(
+def test_the_summary_makes_three_aggregate_queries_and_one_for_names_whatever_the_volume(
     blr, patient, medicine, django_assert_num_queries
 ):
     api_client = ApiClientFactory(allowed_scopes=["billing:read"])
@@ -246,5 +246,6 @@ def test_the_summary_makes_three_aggregate_queries_whatever_the_volume(
         invoice = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 1 + n))
         pay(invoice, "10.00", on=date(2026, 10, 1 + n))
 
-    with django_assert_num_queries(4):  # the client's branches, billed totals, payments by mode, lines by department
+    # The client's branches; billed totals, payments by mode, lines by department; the departments' names.
+    with django_assert_num_queries(5):
         selectors.billing_summary(client=api_client, date_from=date(2026, 10, 1), date_to=date(2026, 10, 31))

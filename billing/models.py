@@ -191,15 +191,22 @@ class LineItem(models.Model):
     # Copies of the invoice's branch, date and "billed" (finalized, partially paid or paid), so the summary's
     # revenue by department is one index-only scan of the lines, without a join to every invoice. Kept by
     # triggers (migration 0004) whatever writes the rows; the services set them too, for the objects in hand.
-    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False)
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False, db_index=False)
     invoice_date = models.DateField(editable=False)
     billed = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["invoice", "position", "id"]
         indexes = [
+            # Revenue by department of some branches, and of all branches.
             models.Index(
-                fields=["invoice_date", "branch"],
+                fields=["branch", "invoice_date"],
+                name="lineitem_billed_branch_date",
+                include=["department", "taxable_amount"],
+                condition=Q(billed=True),
+            ),
+            models.Index(
+                fields=["invoice_date"],
                 name="lineitem_billed_date",
                 include=["department", "taxable_amount"],
                 condition=Q(billed=True),
@@ -247,14 +254,16 @@ class Payment(models.Model):
     recorded_at = models.DateTimeField(auto_now_add=True)
     recorded_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
     # The invoice's branch, set on insert by a trigger (migration 0004): collections by branch without a join.
-    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False)
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False, db_index=False)
 
     class Meta:
         ordering = ["recorded_at", "id"]
         indexes = [
+            # Collections of some branches, and of all branches.
             models.Index(
-                fields=["payment_date", "branch"], name="payment_date_branch", include=["amount", "payment_mode"]
+                fields=["branch", "payment_date"], name="payment_branch_date", include=["amount", "payment_mode"]
             ),
+            models.Index(fields=["payment_date"], name="payment_date", include=["amount", "payment_mode"]),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gt=0), name="payment_amount_positive"),

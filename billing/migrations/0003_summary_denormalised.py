@@ -84,6 +84,7 @@ class Migration(migrations.Migration):
             model_name="lineitem",
             name="branch",
             field=models.ForeignKey(
+                db_index=False,
                 editable=False,
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
@@ -105,6 +106,7 @@ class Migration(migrations.Migration):
             model_name="payment",
             name="branch",
             field=models.ForeignKey(
+                db_index=False,
                 editable=False,
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
@@ -117,7 +119,11 @@ class Migration(migrations.Migration):
             model_name="lineitem",
             name="branch",
             field=models.ForeignKey(
-                editable=False, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="clinic.branch"
+                db_index=False,
+                editable=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="clinic.branch",
             ),
         ),
         migrations.AlterField(
@@ -129,7 +135,11 @@ class Migration(migrations.Migration):
             model_name="payment",
             name="branch",
             field=models.ForeignKey(
-                editable=False, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="clinic.branch"
+                db_index=False,
+                editable=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="clinic.branch",
             ),
         ),
         migrations.RemoveIndex(model_name="lineitem", name="lineitem_invoice_department"),
@@ -138,7 +148,16 @@ class Migration(migrations.Migration):
             model_name="lineitem",
             index=models.Index(
                 condition=models.Q(("billed", True)),
-                fields=["invoice_date", "branch"],
+                fields=["branch", "invoice_date"],
+                include=("department", "taxable_amount"),
+                name="lineitem_billed_branch_date",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="lineitem",
+            index=models.Index(
+                condition=models.Q(("billed", True)),
+                fields=["invoice_date"],
                 include=("department", "taxable_amount"),
                 name="lineitem_billed_date",
             ),
@@ -146,8 +165,12 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="payment",
             index=models.Index(
-                fields=["payment_date", "branch"], include=("amount", "payment_mode"), name="payment_date_branch"
+                fields=["branch", "payment_date"], include=("amount", "payment_mode"), name="payment_branch_date"
             ),
+        ),
+        migrations.AddIndex(
+            model_name="payment",
+            index=models.Index(fields=["payment_date"], include=("amount", "payment_mode"), name="payment_date"),
         ),
         migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
     ]

@@ -67,7 +67,9 @@ def test_without_a_token_every_operation_is_401_and_changes_nothing(client, meth
     assert response.status_code == 401, response.content
     assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "not_authenticated"
-    assert response["WWW-Authenticate"] == 'Bearer realm="clinic-api"'
+    assert response["WWW-Authenticate"] == (
+        'Bearer realm="clinic-api", error="invalid_token", error_description="A valid bearer token is required."'
+    )
     assert _row_counts() == before
 
 

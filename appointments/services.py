@@ -62,6 +62,24 @@ def _next_token(doctor: Doctor, local_date: date) -> int:
         return int(cursor.fetchone()[0])
 
 
+def _lock_day(doctor: Doctor, local_date: date) -> None:
+    """Hold the doctor's token counter row for the day until commit, as a booking does from _next_token.
+    Writes into one doctor's day then run one at a time, and the later one sees the earlier one's
+    appointment (a clean 409). Left to the exclusion constraint, writes racing into one interval are
+    settled by PostgreSQL's deadlock detector: one aborts with "deadlock detected" (a 500) after a
+    second's wait. Taken before the appointment's row lock, the order reset_token_sequence uses too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO appointments_tokencounter (doctor_id, local_date, last_number) VALUES (%s, %s, 0) "
+            "ON CONFLICT (doctor_id, local_date) DO NOTHING",
+            [doctor.pk, local_date],
+        )
+        cursor.execute(
+            "SELECT 1 FROM appointments_tokencounter WHERE doctor_id = %s AND local_date = %s FOR UPDATE",
+            [doctor.pk, local_date],
+        )
+
+
 def _overlap_refusal(exc: IntegrityError) -> SlotUnavailable | None:
     """The 409 for a lost race (or a patient booked elsewhere at that time); None for other errors."""
     message = str(exc)
@@ -155,10 +173,12 @@ def appointment_reschedule(
 ) -> Appointment:
     """Move a booked appointment to another free cell of the same doctor and branch. Within the same local
     day the token number is kept; on another day the appointment takes that day's next number."""
+    branch = appointment.branch  # the doctor and branch never change, so the target day is known unlocked
+    local_date = slot_start.astimezone(branch.zone).date()
+    _lock_day(appointment.doctor, local_date)
     appointment = _lock(appointment, "reschedule")
     if (slot_start, slot_end) == (appointment.slot_start, appointment.slot_end):
         raise FieldError({"new_slot_start": "The appointment is already at that time."})
-    branch = appointment.branch
     if not is_free_cell(doctor=appointment.doctor, branch=branch, start=slot_start, end=slot_end, ignoring=appointment):
         raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
     previous = events.appointment_payload(appointment)
@@ -167,7 +187,6 @@ def appointment_reschedule(
         "previous_slot_end": appointment.slot_end,
         "previous_token_number": appointment.token_number,
     }
-    local_date = slot_start.astimezone(branch.zone).date()
     if local_date != appointment.local_date:
         # The old day's number stays taken (numbers are never reused); the new day hands out its next.
         appointment.token_number = _next_token(appointment.doctor, local_date)

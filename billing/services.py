@@ -51,7 +51,7 @@ class DuplicatePayment(Conflict):
 
 @dataclass(frozen=True)
 class LineInput:
-    """A line as the caller asked for it, with catalogue defaults already applied (billing.selectors)."""
+    """A line as the caller asked for it, catalogue defaults already applied (see line_inputs_resolve)."""
 
     service_name: str
     department: Department

@@ -266,7 +266,15 @@ def delivery_attempt(*, delivery_id: int, token: uuid.UUID | None = None) -> str
     delivery = delivery_claim(delivery_id=delivery_id, token=token)
     if delivery is None:
         return "skipped"
-    return _record(delivery, _send(delivery))
+    started_at = clock.now()
+    try:
+        outcome = _send(delivery)
+    except Exception as exc:
+        # A bug or a broken configuration (an undecryptable secret...): logged here and on the attempt,
+        # and retried on the schedule like any failure, rather than left for the lease to expire.
+        logger.exception("webhook delivery %s: attempt failed inside the sender", delivery.pk)
+        outcome = Outcome(started_at=started_at, duration_ms=0, error=f"Internal error: {type(exc).__name__}: {exc}")
+    return _record(delivery, outcome)
 
 
 def deliveries_relay(*, limit: int | None = None) -> int:

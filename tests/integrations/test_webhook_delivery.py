@@ -245,6 +245,28 @@ def test_only_the_first_kilobyte_of_the_response_is_kept(receiver):
     assert len(excerpt.encode()) <= 1024 + 3  # 1024 bytes, a cut multibyte character shown as one U+FFFD
 
 
+def test_an_error_inside_the_sender_is_logged_on_the_attempt_and_retried(receiver, monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from integrations.webhook_models import WebhookSubscription
+
+    def broken(self, now):
+        raise ImproperlyConfigured("Encrypted value cannot be decrypted with FIELD_ENCRYPTION_KEY.")
+
+    subscribe(receiver.url())
+    row = publish()
+    monkeypatch.setattr(WebhookSubscription, "signing_secrets", broken)
+
+    assert delivery_attempt(delivery_id=row.pk) == "retry"
+
+    assert WebhookAttempt.objects.get().error == (
+        "Internal error: ImproperlyConfigured: Encrypted value cannot be decrypted with FIELD_ENCRYPTION_KEY."
+    )
+    row = reload(row)
+    assert (row.status, row.attempt_count, row.claimed_until, row.attempt_started_at) == ("pending", 1, None, None)
+    assert receiver.requests == []
+
+
 def test_a_disabled_subscription_gets_nothing_and_its_pending_deliveries_fail(receiver):
     subscription, _ = subscribe(receiver.url())
     row = publish()

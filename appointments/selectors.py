@@ -48,6 +48,24 @@ def appointment_get(*, client: ApiClient, appointment_id: str) -> Appointment:
     return appointment
 
 
+def doctor_filter_check(*, client: ApiClient, doctor_id: uuid.UUID) -> None:
+    """A doctor named in a list filter must exist at one of the client's branches (inactive doctors
+    included: their past appointments stay listable). Otherwise NotFound, as for an unknown id, so the
+    filter reveals no one's existence."""
+    doctors = Doctor.objects.filter(id=doctor_id)
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        doctors = doctors.filter(branches__in=allowed)
+    if not doctors.exists():
+        raise NotFound(f"No doctor {doctor_id} available to this client.")
+
+
+def branch_filter_check(*, client: ApiClient, branch_id: uuid.UUID) -> None:
+    allowed = client_branch_ids(client)
+    if not Branch.objects.filter(id=branch_id).exists() or (allowed is not None and branch_id not in allowed):
+        raise NotFound(f"No branch {branch_id} available to this client.")
+
+
 def appointment_list(
     *,
     client: ApiClient,
@@ -59,19 +77,14 @@ def appointment_list(
     date_to: date | None = None,
     status: str | None = None,
 ) -> QuerySet[Appointment]:
-    """Visible appointments in slot order. Dates are the branch-local day of the slot. A doctor or branch
-    that does not exist (or, for a branch, that the client may not see) is a 400 on that parameter."""
+    """Visible appointments in slot order; dates are the branch-local day of the slot. References are
+    checked by the caller (doctor_filter_check, branch_filter_check, patient_get)."""
     appointments = visible_appointments(client)
     if patient is not None:
         appointments = appointments.filter(patient=patient)
     if doctor_id is not None:
-        if not Doctor.objects.filter(id=doctor_id).exists():
-            raise FieldError({"doctor_id": f"No doctor {doctor_id}."})
         appointments = appointments.filter(doctor_id=doctor_id)
     if branch_id is not None:
-        allowed = client_branch_ids(client)
-        if not Branch.objects.filter(id=branch_id).exists() or (allowed is not None and branch_id not in allowed):
-            raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
         appointments = appointments.filter(branch_id=branch_id)
     if day is not None:
         appointments = appointments.filter(local_date=day)

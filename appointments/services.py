@@ -8,6 +8,7 @@ the second one sees the state the first one left.
 
 from __future__ import annotations
 
+import uuid
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -80,6 +81,14 @@ def _lock_day(doctor: Doctor, local_date: date) -> None:
         )
 
 
+def _lock_patient(patient_id: uuid.UUID) -> None:
+    """Hold the patient's row until commit (FOR NO KEY UPDATE: rows referencing the patient can still be
+    written). Two writes for one patient with two doctors at overlapping times would otherwise each wait
+    on the other's uncommitted row in the patient exclusion constraint, and PostgreSQL would abort one
+    as a deadlock (a 500); serialised, the later one gets a clean 409. Taken after the day lock."""
+    list(Patient.objects.select_for_update(no_key=True).filter(pk=patient_id).values_list("pk"))
+
+
 def _overlap_refusal(exc: IntegrityError) -> SlotUnavailable | None:
     """The 409 for a lost race (or a patient booked elsewhere at that time); None for other errors."""
     message = str(exc)
@@ -120,6 +129,7 @@ def appointment_book(
         raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
     local_date = slot_start.astimezone(branch.zone).date()
     token_number = _next_token(doctor, local_date)
+    _lock_patient(patient.pk)
     try:
         with transaction.atomic():
             appointment = Appointment.objects.create(
@@ -177,6 +187,12 @@ def appointment_reschedule(
     local_date = slot_start.astimezone(branch.zone).date()
     _lock_day(appointment.doctor, local_date)
     appointment = _lock(appointment, "reschedule")
+    _lock_patient(appointment.patient_id)
+    if appointment.slot_start <= timezone.now():
+        raise InvalidState(
+            "The appointment has already started; check the patient in or mark a no-show instead.",
+            current_status=appointment.status,
+        )
     if (slot_start, slot_end) == (appointment.slot_start, appointment.slot_end):
         raise FieldError({"new_slot_start": "The appointment is already at that time."})
     if not is_free_cell(doctor=appointment.doctor, branch=branch, start=slot_start, end=slot_end, ignoring=appointment):

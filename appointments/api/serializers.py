@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from rest_framework import serializers
 
 from appointments.models import Appointment
+from appointments.selectors import branch_filter_check, doctor_filter_check
 from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
+from clinic.errors import NotFound
+from patients.models import Patient
+from patients.selectors import patient_get
 
 
 class SlotParams(serializers.Serializer):
@@ -44,6 +49,9 @@ class EmptyBody(StrictSerializer):
 
 
 class AppointmentListParams(serializers.Serializer):
+    """The list's filters. References are looked up here, field by field, so one 400 names every bad
+    parameter (an unknown doctor and a bad status together). Needs context={"client": ApiClient}."""
+
     patient_id = serializers.CharField(required=False, max_length=64)
     doctor_id = serializers.UUIDField(required=False)
     branch_id = serializers.UUIDField(required=False)
@@ -51,6 +59,26 @@ class AppointmentListParams(serializers.Serializer):
     date_from = serializers.DateField(required=False)
     date_to = serializers.DateField(required=False)
     status = serializers.ChoiceField(choices=Appointment.Status.choices, required=False)
+
+    def validate_patient_id(self, value: str) -> Patient:
+        try:
+            return patient_get(client=self.context["client"], ref=value)
+        except NotFound:
+            raise serializers.ValidationError("No such patient available to this client.") from None
+
+    def validate_doctor_id(self, value: uuid.UUID) -> uuid.UUID:
+        try:
+            doctor_filter_check(client=self.context["client"], doctor_id=value)
+        except NotFound as exc:
+            raise serializers.ValidationError(exc.detail) from None
+        return value
+
+    def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
+        try:
+            branch_filter_check(client=self.context["client"], branch_id=value)
+        except NotFound as exc:
+            raise serializers.ValidationError(exc.detail) from None
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

@@ -145,11 +145,12 @@ class AppointmentListCreateView(AppointmentView):
         examples=[OpenApiExample("Appointments", response_only=True, value=[schema.APPOINTMENT])],
     )
     def get(self, request: Request) -> Response:
-        pagination = HeaderPagination(request)
-        params = AppointmentListParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        filters = dict(params.validated_data)
-        patient = _patient_param(self, filters.pop("patient_id", None))
+        params = AppointmentListParams(data=request.query_params, context={"client": self.api_client})
+        pagination = HeaderPagination(request, params)
+        filters = pagination.filters
+        patient = filters.pop("patient_id", None)
+        if patient is not None:
+            self.audit_patients([patient.id])
         page = pagination.paginate(
             appointment_list(client=self.api_client, patient=patient, day=filters.pop("date", None), **filters)
         )
@@ -257,9 +258,9 @@ class AppointmentDetailView(AppointmentView):
         examples=[schema.CANCELLED, schema.INVALID_STATE],
     )
     def delete(self, request: Request, id: str) -> Response:
+        appointment = appointment_get(client=self.api_client, appointment_id=id)  # 404 before 400
         params = CancelParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        appointment = appointment_get(client=self.api_client, appointment_id=id)
         return self.respond(
             services.appointment_cancel(
                 appointment=appointment, reason=params.validated_data["reason"], actor=self.actor

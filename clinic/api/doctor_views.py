@@ -75,10 +75,8 @@ class DoctorListView(ClinicAPIView):
         examples=[OpenApiExample("Doctors", response_only=True, value=[_EXAMPLE])],
     )
     def get(self, request: Request) -> Response:
-        pagination = HeaderPagination(request)
-        params = DoctorListParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        page = pagination.paginate(doctor_list(client=self.api_client, **params.validated_data))
+        pagination = HeaderPagination(request, DoctorListParams(data=request.query_params))
+        page = pagination.paginate(doctor_list(client=self.api_client, **pagination.filters))
         return pagination.response([doctor_data(doctor, self.api_client) for doctor in page])
 
 

@@ -26,12 +26,21 @@ class PageParams(serializers.Serializer):
 
 
 class HeaderPagination:
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, filters: serializers.Serializer | None = None) -> None:
+        """Validate `page` and `per_page`, and the list's own `filters` serializer with them, so one 400
+        names every bad parameter of either kind. The valid filters are `self.filters`."""
         params = PageParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
+        errors: dict[str, Any] = {}
+        if not params.is_valid():
+            errors.update(params.errors)
+        if filters is not None and not filters.is_valid():
+            errors.update(filters.errors)
+        if errors:
+            raise serializers.ValidationError(errors)
         self.request = request
         self.page: int = params.validated_data["page"]
         self.per_page: int = params.validated_data["per_page"]
+        self.filters: dict[str, Any] = dict(filters.validated_data) if filters is not None else {}
         self.total = 0
 
     @property

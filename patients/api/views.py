@@ -49,10 +49,8 @@ class PatientListCreateView(ClinicAPIView):
         examples=[schema.SUMMARY_EXAMPLE],
     )
     def get(self, request: Request) -> Response:
-        pagination = HeaderPagination(request)
-        params = PatientListParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        filters = dict(params.validated_data)
+        pagination = HeaderPagination(request, PatientListParams(data=request.query_params))
+        filters = pagination.filters
         search = filters.pop("search", None)
         if search:
             found, total = selectors.patient_search(

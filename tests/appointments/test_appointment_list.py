@@ -259,8 +259,13 @@ def test_a_client_of_two_branches_sees_both(client, roster, token_for):
     assert listed(client, token) == roster.ordered(roster.a1, roster.a2, roster.a3, roster.a4, roster.a6, roster.a7)
 
 
-def test_a_restricted_client_filtering_by_another_branchs_doctor_gets_nothing(client, roster, blr_reader):
-    assert listed(client, blr_reader, doctor_id=str(roster.shah.id)) == []
+def test_a_restricted_client_filtering_by_another_branchs_doctor_is_400_like_an_unknown_one(client, roster, blr_reader):
+    response = list_appointments(client, blr_reader, doctor_id=str(roster.shah.id))
+
+    assert_field_errors(
+        response,
+        [{"field": "doctor_id", "code": "invalid", "message": f"No doctor {roster.shah.id} available to this client."}],
+    )
 
 
 # --- 400 --------------------------------------------------------------------------------------------------
@@ -290,7 +295,10 @@ def test_an_unknown_doctor_id_is_400_on_doctor_id(client, roster, reader):
 
     response = list_appointments(client, reader, doctor_id=str(unknown))
 
-    assert_field_errors(response, [{"field": "doctor_id", "code": "invalid", "message": f"No doctor {unknown}."}])
+    assert_field_errors(
+        response,
+        [{"field": "doctor_id", "code": "invalid", "message": f"No doctor {unknown} available to this client."}],
+    )
 
 
 def test_an_unknown_branch_id_is_400_on_branch_id(client, roster, reader):
@@ -463,11 +471,6 @@ def test_the_detail_costs_a_fixed_number_of_queries(client, roster, reader):
     assert len(first.captured_queries) == len(other.captured_queries)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CONTRACT 2 says errors names every bad field; the list stops at the first failing layer "
-    "(pagination, then the parameter serializer, then patient/doctor/branch lookups, one at a time)",
-)
 @pytest.mark.parametrize(
     ("params", "fields"),
     [

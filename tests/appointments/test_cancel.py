@@ -348,3 +348,9 @@ def test_the_cancellation_deadline_is_the_window_before_the_start(clinic, client
     appointment = Appointment.objects.get(id=book_rao(client, clinic, "09:00", "09:15")["appointment_id"])
 
     assert services.cancellation_deadline(appointment) == at(DAY, "07:00")
+
+
+def test_an_unknown_appointment_is_404_even_without_a_reason(client, clinic):
+    response = delete_appointment(client, clinic.writer, "00000000-0000-4000-8000-000000000000")
+
+    assert_problem(response, 404, "not_found")

@@ -353,3 +353,34 @@ def test_a_reschedule_waits_for_a_booking_in_flight_on_its_target_day(clinic):
 def assert_slot_unavailable_response(response: Any) -> None:
     assert response.status_code == 409, response.content
     assert response.json()["code"] == "slot_unavailable"
+
+
+# --- One patient, two doctors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rounds", [4])
+def test_one_patient_booked_with_two_doctors_at_the_same_time_at_once_gets_one_201_and_one_409(clinic, rounds):
+    """Two such inserts that meet in the patient exclusion constraint can be settled by PostgreSQL as a
+    deadlock (a 500); the booking service locks the patient row first. The race is narrow, so this test
+    rarely catches a missing lock: it pins the outcome, the lock's reason is in _lock_patient."""
+    for n in range(rounds):
+        start, end = f"{9 + n:02d}:00", f"{9 + n:02d}:15"
+        bodies = [
+            {
+                "patient_id": clinic.patient.patient_id,
+                "doctor_id": str(doctor.id),
+                "slot_start": at(DAY, start).isoformat(),
+                "slot_end": at(DAY, end).isoformat(),
+            }
+            for doctor in (clinic.doctor, clinic.other_doctor)
+        ]
+        results = all_at_once(
+            [lambda http, body=body: post_json(http, clinic.writer, "/api/v1/appointments", body) for body in bodies]
+        )
+        assert sorted(status for status, _ in results) == [201, 409], results
+        refusal = next(problem for status, problem in results if status == 409)
+        assert (refusal["code"], refusal["detail"]) == (
+            "slot_unavailable",
+            "The patient already has an appointment at that time.",
+        )
+    assert Appointment.objects.filter(patient=clinic.patient, status="booked").count() == rounds

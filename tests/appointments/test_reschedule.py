@@ -585,3 +585,27 @@ def test_without_a_key_a_repeated_reschedule_to_the_new_time_is_400(client, clin
     assert first.status_code == 200
     assert_problem(second, 400, "validation_error")
     assert Appointment.objects.get().version == 2
+
+
+def test_an_appointment_that_has_already_started_cannot_be_rescheduled(client, token_for):
+    from tests.appointments.factories import AppointmentFactory
+    from tests.appointments.lifecycle_helpers import make_near_term
+
+    near = make_near_term(token_for)
+    start = timezone.now() - timedelta(minutes=10)
+    appointment = AppointmentFactory(
+        branch=near.branch,
+        doctor=near.doctor,
+        patient=near.patient,
+        slot_start=start,
+        slot_end=start + timedelta(minutes=5),
+    )
+    target_start, target_end = near.cell(60)
+    before = snapshot()
+
+    response = patch_reschedule(client, near.writer, str(appointment.id), reschedule_body(target_start, target_end))
+
+    problem = assert_problem(response, 409, "invalid_state", current_status="booked")
+    assert problem["detail"] == "The appointment has already started; check the patient in or mark a no-show instead."
+    assert snapshot() == before
+    assert Appointment.objects.get(pk=appointment.pk).version == 1

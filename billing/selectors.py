@@ -50,26 +50,22 @@ def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> I
     return invoice
 
 
-def billing_branch_check(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
-    """A branch named in a body or query: it must exist and be visible to the client, else 400 on branch_id."""
+def billing_branch_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
+    """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
+    serializers turn that into a 400 on branch_id)."""
     allowed = client_branch_ids(client)
     branch = Branch.objects.filter(id=branch_id).first()
     if branch is None or (allowed is not None and branch.id not in allowed):
-        raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
+        raise NotFound(f"No branch {branch_id} available to this client.")
     return branch
 
 
-def invoicing_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:
-    """The branch a client invoices at: the one named (visible and active), or the client's only branch."""
-    if branch_id is None:
-        allowed = client_branch_ids(client)
-        if allowed is not None and len(allowed) == 1:
-            return Branch.objects.get(id=next(iter(allowed)))
-        raise FieldError({"branch_id": "Required: this client may invoice at more than one branch."})
-    branch = billing_branch_check(client=client, branch_id=branch_id)
-    if not branch.is_active:
-        raise FieldError({"branch_id": f"The branch {branch.code} is closed."})
-    return branch
+def invoicing_branch_default(*, client: ApiClient) -> Branch:
+    """The branch of an invoice created without branch_id: the client's only branch."""
+    allowed = client_branch_ids(client)
+    if allowed is not None and len(allowed) == 1:
+        return Branch.objects.get(id=next(iter(allowed)))
+    raise FieldError({"branch_id": "Required: this client may invoice at more than one branch."})
 
 
 def invoice_list(
@@ -81,7 +77,8 @@ def invoice_list(
     date_to: date | None = None,
     branch_id: uuid.UUID | None = None,
 ) -> QuerySet[Invoice]:
-    """Visible invoices, newest invoice date first, then most recently created, then id."""
+    """Visible invoices, newest invoice date first, then most recently created, then id. Filters naming
+    a patient or branch are checked by the caller (billing.api.serializers.InvoiceListParams)."""
     invoices = visible_invoices(client).select_related("patient")
     if patient is not None:
         invoices = invoices.filter(patient=patient)
@@ -92,7 +89,6 @@ def invoice_list(
     if date_to is not None:
         invoices = invoices.filter(date__lte=date_to)
     if branch_id is not None:
-        billing_branch_check(client=client, branch_id=branch_id)
         invoices = invoices.filter(branch_id=branch_id)
     return invoices.order_by("-date", "-created_at", "id")
 
@@ -110,7 +106,8 @@ def billing_summary(
     invoices' lines by department name, in name order."""
     branches: frozenset[uuid.UUID] | None = client_branch_ids(client)
     if branch_id is not None:
-        billing_branch_check(client=client, branch_id=branch_id)
+        if branches is not None and branch_id not in branches:
+            raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
         branches = frozenset({branch_id})
     # Each figure is one scan of one covering index: lines and payments carry their invoice's branch, date
     # and billed flag (kept by triggers, migration 0003), so neither is joined to the invoices.

@@ -347,8 +347,8 @@ def _duplicate(payment_mode: str, reference: str) -> DuplicatePayment:
 def line_inputs_resolve(items: Sequence[dict]) -> list[LineInput]:
     """Turn requested lines into LineInputs: a `service_code` brings the catalogue entry's name, department,
     rate and tax rate, each of which the line may override; a free-text `service_name` line must state
-    department, rate and tax_rate. Departments are named by UUID or by name (case ignored). Every problem
-    is a 400 naming `line_items.<index>.<field>`, all of them in one response."""
+    department, rate and tax_rate. Departments are named by UUID or by name (case ignored); a discount may
+    not exceed quantity x rate. Every problem is named `line_items.<index>.<field>`, all in one FieldError."""
     codes = {item["service_code"] for item in items if item.get("service_code")}
     catalogue = {s.code: s for s in BillableService.objects.filter(code__in=codes).select_related("department")}
     departments = _departments({item["department"] for item in items if item.get("department")})
@@ -377,17 +377,20 @@ def line_inputs_resolve(items: Sequence[dict]) -> list[LineInput]:
         errors.update({k: v for k, v in line_errors.items() if k not in errors})
         if line_errors or department is None:
             continue
-        resolved.append(
-            LineInput(
-                service=service,
-                service_name=item.get("service_name") or (service.name if service else ""),
-                department=department,
-                rate=item["rate"] if item.get("rate") is not None else service.rate,  # type: ignore[union-attr]
-                tax_rate=item["tax_rate"] if item.get("tax_rate") is not None else service.tax_rate,  # type: ignore[union-attr]
-                quantity=item.get("quantity") or Decimal(1),
-                discount=item.get("discount") or Decimal("0.00"),
-            )
+        line = LineInput(
+            service=service,
+            service_name=item.get("service_name") or (service.name if service else ""),
+            department=department,
+            rate=item["rate"] if item.get("rate") is not None else service.rate,  # type: ignore[union-attr]
+            tax_rate=item["tax_rate"] if item.get("tax_rate") is not None else service.tax_rate,  # type: ignore[union-attr]
+            quantity=item.get("quantity") or Decimal(1),
+            discount=item.get("discount") or Decimal("0.00"),
         )
+        gross = tax.round_money(line.quantity * line.rate)
+        if tax.round_money(line.discount) > gross:
+            discount = tax.round_money(line.discount)
+            errors[f"{field}.discount"] = f"The discount {discount} exceeds quantity x rate ({gross})."
+        resolved.append(line)
     if errors:
         raise FieldError(errors)
     return resolved

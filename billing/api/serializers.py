@@ -5,6 +5,7 @@ Money leaves as Decimal with two places (a JSON number through clinic.api.render
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
@@ -12,8 +13,14 @@ from typing import Any
 
 from rest_framework import serializers
 
+from billing import selectors, services
 from billing.models import Invoice, LineItem, Payment
 from clinic.api.serializers import StrictSerializer
+from clinic.errors import FieldError, NotFound
+from clinic.models import Branch
+from integrations.models import ApiClient
+from patients.models import Patient
+from patients.selectors import patient_get
 
 MAX_LINE_ITEMS = 100
 MAX_QUANTITY = Decimal(10000)
@@ -63,12 +70,60 @@ class LineItemInputSerializer(StrictSerializer):
         return attrs
 
 
+def _client(serializer: serializers.Serializer) -> ApiClient:
+    return serializer.context["client"]
+
+
+def _patient(serializer: serializers.Serializer, ref: str) -> Patient:
+    try:
+        return patient_get(client=_client(serializer), ref=ref)
+    except NotFound:
+        raise serializers.ValidationError("No such patient available to this client.") from None
+
+
+def _branch(serializer: serializers.Serializer, branch_id: uuid.UUID) -> Branch:
+    try:
+        return selectors.billing_branch_get(client=_client(serializer), branch_id=branch_id)
+    except NotFound as exc:
+        raise serializers.ValidationError(exc.detail) from None
+
+
+def _resolve_lines(items: list[dict[str, Any]]) -> list[services.LineInput]:
+    """Catalogue codes, departments and discounts of the lines, as errors nested per line (line_items.1.discount)."""
+    try:
+        return services.line_inputs_resolve(items)
+    except FieldError as exc:
+        nested: list[dict[str, list[str]]] = [{} for _ in items]
+        for key, message in exc.errors.items():
+            _, index, field = key.split(".", 2)
+            nested[int(index)][field] = [message]
+        raise serializers.ValidationError(nested) from None
+
+
 class InvoiceCreateSerializer(StrictSerializer):
+    """The create body. Its references are resolved here, field by field, so one 400 names every bad field
+    (a line's unknown service_code together with a malformed date). Needs context={"client": ApiClient}."""
+
     patient_id = serializers.CharField(max_length=64, help_text="Patient UUID or patient_id (PAT-000123).")
     branch_id = serializers.UUIDField(required=False, help_text="Default: the client's only branch.")
     date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
     line_items = LineItemInputSerializer(many=True, min_length=1, max_length=MAX_LINE_ITEMS)  # type: ignore[call-arg]
     finalize = serializers.BooleanField(default=False, help_text="Finalize at once (assigns the number).")
+
+    def validate_patient_id(self, value: str) -> Patient:
+        patient = _patient(self, value)
+        if not patient.is_active:
+            raise serializers.ValidationError("This patient record is inactive (merged or erroneous).")
+        return patient
+
+    def validate_branch_id(self, value: uuid.UUID) -> Branch:
+        branch = _branch(self, value)
+        if not branch.is_active:
+            raise serializers.ValidationError(f"The branch {branch.code} is closed.")
+        return branch
+
+    def validate_line_items(self, value: list[dict[str, Any]]) -> list[services.LineInput]:
+        return _resolve_lines(value)
 
 
 class InvoiceUpdateSerializer(StrictSerializer):
@@ -76,6 +131,9 @@ class InvoiceUpdateSerializer(StrictSerializer):
     line_items = LineItemInputSerializer(  # type: ignore[call-arg]
         many=True, min_length=1, max_length=MAX_LINE_ITEMS, required=False, help_text="Replaces every line."
     )
+
+    def validate_line_items(self, value: list[dict[str, Any]]) -> list[services.LineInput]:
+        return _resolve_lines(value)
 
 
 class CancelSerializer(StrictSerializer):
@@ -132,11 +190,20 @@ class PaymentSerializer(StrictSerializer):
 
 
 class InvoiceListParams(serializers.Serializer):
+    """The list's filters; patient and branch are looked up here so one 400 names every bad parameter.
+    Needs context={"client": ApiClient}."""
+
     patient_id = serializers.CharField(required=False, max_length=64)
     status = serializers.ChoiceField(choices=Invoice.Status.choices, required=False)
     date_from = serializers.DateField(required=False)
     date_to = serializers.DateField(required=False)
     branch_id = serializers.UUIDField(required=False)
+
+    def validate_patient_id(self, value: str) -> Patient:
+        return _patient(self, value)
+
+    def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
+        return _branch(self, value).id
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
@@ -145,9 +212,14 @@ class InvoiceListParams(serializers.Serializer):
 
 
 class SummaryParams(serializers.Serializer):
+    """Needs context={"client": ApiClient}."""
+
     date_from = serializers.DateField()
     date_to = serializers.DateField()
     branch_id = serializers.UUIDField(required=False)
+
+    def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
+        return _branch(self, value).id
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["date_from"] > attrs["date_to"]:

@@ -31,9 +31,6 @@ from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination
 from clinic.api.schema import pagination_parameters
 from clinic.api.views import ClinicAPIView
-from clinic.errors import FieldError, NotFound
-from patients.models import Patient
-from patients.selectors import patient_get
 
 register_problem(
     "duplicate_payment",
@@ -45,16 +42,6 @@ register_problem(
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
 _DETAIL = OpenApiResponse(schema.InvoiceDetailSchema, description="The invoice detail.")
-
-
-def _patient_param(view: ClinicAPIView, ref: str) -> Patient:
-    """A patient named in a body or query: unknown or not visible is a 400 on patient_id, not a 404."""
-    try:
-        patient = patient_get(client=view.api_client, ref=ref)
-    except NotFound:
-        raise FieldError({"patient_id": "No such patient available to this client."}) from None
-    view.audit_patients([patient.id])
-    return patient
 
 
 class InvoiceView(ClinicAPIView):
@@ -92,12 +79,12 @@ class InvoiceListCreateView(InvoiceView):
         examples=[schema.LIST_EXAMPLE],
     )
     def get(self, request: Request) -> Response:
-        pagination = HeaderPagination(request)
-        params = InvoiceListParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        filters = dict(params.validated_data)
-        ref = filters.pop("patient_id", None)
-        patient = _patient_param(self, ref) if ref is not None else None
+        params = InvoiceListParams(data=request.query_params, context={"client": self.api_client})
+        pagination = HeaderPagination(request, params)
+        filters = pagination.filters
+        patient = filters.pop("patient_id", None)
+        if patient is not None:
+            self.audit_patients([patient.id])
         page = pagination.paginate(selectors.invoice_list(client=self.api_client, patient=patient, **filters))
         self.audit_patients(invoice.patient_id for invoice in page)
         return pagination.response([invoice_summary(invoice) for invoice in page])
@@ -129,19 +116,17 @@ class InvoiceListCreateView(InvoiceView):
         ],
     )
     def post(self, request: Request) -> Response:
-        body = InvoiceCreateSerializer(data=request.data)
+        client = self.api_client
+        body = InvoiceCreateSerializer(data=request.data, context={"client": client})
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        client = self.api_client
-        patient = _patient_param(self, data["patient_id"])
-        if not patient.is_active:
-            raise FieldError({"patient_id": "This patient record is inactive (merged or erroneous)."})
-        branch = selectors.invoicing_branch_resolve(client=client, branch_id=data.get("branch_id"))
+        patient = data["patient_id"]
+        self.audit_patients([patient.id])
         invoice = services.invoice_create(
-            branch=branch,
+            branch=data.get("branch_id") or selectors.invoicing_branch_default(client=client),
             patient=patient,
             invoice_date=data.get("date"),
-            line_items=services.line_inputs_resolve(data["line_items"]),
+            line_items=data["line_items"],
             finalize=data["finalize"],
         )
         return self.detail(invoice, 201, headers={"Location": f"/api/v1/billing/invoices/{invoice.id}"})
@@ -187,12 +172,7 @@ class InvoiceDetailView(InvoiceView):
         body = InvoiceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        lines = data.get("line_items")
-        services.invoice_update(
-            invoice=invoice,
-            invoice_date=data.get("date"),
-            line_items=services.line_inputs_resolve(lines) if lines is not None else None,
-        )
+        services.invoice_update(invoice=invoice, invoice_date=data.get("date"), line_items=data.get("line_items"))
         return self.detail(invoice)
 
 
@@ -325,6 +305,6 @@ class SummaryView(ClinicAPIView):
         examples=[schema.SUMMARY_EXAMPLE],
     )
     def get(self, request: Request) -> Response:
-        params = SummaryParams(data=request.query_params)
+        params = SummaryParams(data=request.query_params, context={"client": self.api_client})
         params.is_valid(raise_exception=True)
         return Response(selectors.billing_summary(client=self.api_client, **params.validated_data))

@@ -300,6 +300,25 @@ def test_catalogue_and_department_problems_are_named_per_line(client, writer, bl
         "line_items.2.rate",
         "line_items.2.tax_rate",
         "line_items.3.department",
+        "line_items.4.discount",
+    ]
+    assert Invoice.objects.count() == 0
+
+
+def test_bad_references_and_formats_are_named_in_one_response(client, writer, blr, mum, physio):
+    data = create_body(
+        PatientFactory(registration_branch=mum),
+        mum,
+        date="31-12-2026",
+        line_items=[{"service_code": "NOPE"}, {"service_code": "PHYSIO", "discount": 1000}],
+    )
+
+    assert error_fields(post_json(client, writer, INVOICES, data)) == [
+        "branch_id",
+        "date",
+        "line_items.0.service_code",
+        "line_items.1.discount",
+        "patient_id",
     ]
     assert Invoice.objects.count() == 0
 
@@ -577,6 +596,10 @@ def test_list_filters(client, reader, blr, patient, visitor, medicine):
         ({"page": 0}, ["page"]),
         ({"per_page": 101}, ["per_page"]),
         ({"patient_id": "PAT-999999"}, ["patient_id"]),
+        (
+            {"page": 0, "status": "open", "patient_id": "PAT-999999", "date_to": "x"},
+            ["date_to", "page", "patient_id", "status"],
+        ),
     ],
 )
 def test_bad_list_parameters_are_400_naming_them(client, reader, params, fields):

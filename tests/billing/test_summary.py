@@ -227,6 +227,22 @@ def test_a_branch_the_client_may_not_see_is_a_400(client, reader, mum):
     params = {"date_from": "2026-10-01", "date_to": "2026-10-31", "branch_id": str(mum.id)}
 
     assert error_fields(get(client, reader, SUMMARY, params)) == ["branch_id"]
+    assert error_fields(get(client, reader, SUMMARY, {"branch_id": str(mum.id)})) == [
+        "branch_id",
+        "date_from",
+        "date_to",
+    ]
+
+
+def test_the_selector_refuses_a_branch_outside_the_clients_restriction(blr, mum):
+    from clinic.errors import FieldError
+
+    restricted = ApiClientFactory(allowed_scopes=["billing:read"], branches=[blr])
+
+    with pytest.raises(FieldError):
+        selectors.billing_summary(
+            client=restricted, date_from=date(2026, 1, 1), date_to=date(2026, 1, 31), branch_id=mum.id
+        )
 
 
 def test_a_restricted_client_summarises_only_its_branches(client, reader, blr, mum, patient, medicine):

@@ -229,6 +229,12 @@ def main() -> int:
         for sample in state["samples"]:
             Webhook(secret).verify(sample["body"], sample["headers"])
         failed = WebhookDelivery.objects.exclude(status="succeeded").count()
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.REDIS_URL).delete(
+        queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"
+    )
     for row in rows:
         row.update(worker=f"{args.pool} x{args.concurrency}")
     RESULTS.mkdir(parents=True, exist_ok=True)

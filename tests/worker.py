@@ -63,7 +63,7 @@ def purge_queue(queue: str) -> None:
     if not settings.REDIS_URL:
         return
     connection = redis.Redis.from_url(settings.REDIS_URL)
-    connection.delete(queue)
+    connection.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     for tag, raw in connection.hscan_iter("unacked"):
         try:
             routing_key = json.loads(raw)[2]

@@ -318,7 +318,7 @@ def test_a_delivery_whose_workers_keep_dying_gives_up_after_the_last_attempt(rec
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_workers_racing_for_one_delivery_send_it_once(receiver):
+def test_two_workers_racing_for_one_delivery_send_it_once(receiver, queued):
     subscribe(receiver.url())
     receiver.default = Reply(delay=0.5)
     row = publish()

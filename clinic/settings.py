@@ -239,7 +239,11 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "clinic.api.schema.add_token_endpoints",
     ],
-    "ENUM_NAME_OVERRIDES": {},
+    # Invoices and appointments both have a `status`; each enum gets its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "InvoiceStatusEnum": "billing.models.Invoice.Status",
+        "AppointmentStatusEnum": "appointments.models.Appointment.Status",
+    },
 }
 
 # --- Patient notifications (switched on in the admin: Integrations > Notification settings) --------

@@ -296,7 +296,10 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
             if scopes:
                 operation["x-required-scope"] = scopes[0]
     result.setdefault("paths", {}).update(_token_paths())
-    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    # The code list is read now, not at import: the domain apps register their kinds as their views load.
+    problem = {**PROBLEM_SCHEMA, "properties": {**PROBLEM_SCHEMA["properties"]}}
+    problem["properties"]["code"] = {**problem["properties"]["code"], "enum": list(PROBLEM_KINDS)}
+    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = problem
     kinds = "\n".join(f"| `{code}` | {kind.status} | {kind.description} |" for code, kind in PROBLEM_KINDS.items())
     result["info"]["description"] += (
         "\n\n## Problem codes\n\n| code | status | meaning |\n|---|---|---|\n" + kinds + "\n\n"

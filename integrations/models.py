@@ -198,7 +198,10 @@ class NotificationSettings(models.Model):
     on_rescheduled = models.BooleanField("when an appointment is rescheduled", default=True)
     on_cancelled = models.BooleanField("when an appointment is cancelled", default=True)
     branches = models.ManyToManyField(
-        Branch, blank=True, related_name="+", help_text="Only appointments at these branches (none chosen: every branch)."
+        Branch,
+        blank=True,
+        related_name="+",
+        help_text="Only appointments at these branches (none chosen: every branch).",
     )
     updated_at = models.DateTimeField(auto_now=True)
 

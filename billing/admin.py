@@ -380,6 +380,7 @@ class InvoiceNumberCounterAdmin(admin.ModelAdmin):
     list_display = ["branch", "financial_year", "last_number"]
     list_filter = ["financial_year"]
     list_select_related = ["branch"]
+    search_fields = ["branch__code", "branch__name"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

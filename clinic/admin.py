@@ -19,10 +19,11 @@ class BranchAdmin(admin.ModelAdmin):
 @admin.register(Department)
 class DepartmentAdmin(admin.ModelAdmin):
     list_display = ["name", "doctor_count"]
+    list_filter = [("doctors__branches", admin.RelatedOnlyFieldListFilter)]  # departments with doctors there
     search_fields = ["name"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(doctor_total=Count("doctors"))
+        return super().get_queryset(request).annotate(doctor_total=Count("doctors", distinct=True))
 
     @admin.display(description="doctors", ordering="doctor_total")
     def doctor_count(self, obj: Department) -> int:

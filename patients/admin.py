@@ -137,6 +137,7 @@ class VisitAdmin(admin.ModelAdmin):
     list_display = ["patient", "type", "start", "end", "branch", "doctor", "department"]
     list_filter = ["type", "branch", "department"]
     list_select_related = ["patient", "branch", "doctor", "department"]
+    search_fields = ["patient__patient_id", "patient__last_name", "doctor__name", "reason"]
     raw_id_fields = ["patient"]
     autocomplete_fields = ["doctor"]
     date_hierarchy = "start"

@@ -3,3 +3,4 @@ from django.apps import AppConfig
 
 class PatientsConfig(AppConfig):
     name = "patients"
+    verbose_name = "Patients"

@@ -51,6 +51,13 @@ class LineItemForm(forms.ModelForm):
         for name in ("service_name", "department", "rate", "tax_rate"):
             if name in self.fields:  # absent when the inline is read-only
                 self.fields[name].required = False
+        if self.instance._state.adding:
+            # A new row must not show the model's default tax rate (0): a filled-in 0 would win over the
+            # catalogue service's rate, billing a taxable service without tax. Left empty, it is taken from
+            # the service, or required when there is none.
+            self.initial.pop("tax_rate", None)
+            if "tax_rate" in self.fields:
+                self.fields["tax_rate"].initial = None
 
     def clean(self) -> dict[str, Any]:
         super().clean()

@@ -6,13 +6,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import connection
 from django.http import HttpRequest
 
-from clinic import crypto
-from patients.identifiers import format_patient_id, normalise_aadhaar, normalise_phone
+from patients import services
+from patients.identifiers import normalise_aadhaar, normalise_phone
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
-from patients.services import PATIENT_NUMBER_SEQUENCE
 
 
 class InsuranceInline(admin.TabularInline):
@@ -63,6 +61,24 @@ class PatientAdminForm(forms.ModelForm):
             return normalise_phone(self.cleaned_data["phone"])
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        phone, born = cleaned.get("phone"), cleaned.get("date_of_birth")
+        if phone and born and cleaned.get("is_active", True):
+            match = services.patient_duplicate_find(phone=phone, date_of_birth=born, exclude_id=self.instance.pk)
+            if match is not None:
+                self.add_error("phone", f"{match.patient_id} already has this phone number and date of birth.")
+        return cleaned
+
+    def service_data(self) -> dict[str, Any]:
+        """The cleaned form in the shape patient_create / patient_update take."""
+        cleaned = self.cleaned_data
+        data: dict[str, Any] = {field: cleaned[field] for field in services.COLUMN_FIELDS if field in cleaned}
+        data["address"] = {key: cleaned.get(column) or "" for key, column in services.ADDRESS_FIELDS.items()}
+        if cleaned.get("national_id"):  # empty keeps the stored one
+            data["national_id"] = cleaned["national_id"]
+        return data
 
     def clean_national_id(self) -> str:
         value = self.cleaned_data.get("national_id") or ""
@@ -120,16 +136,17 @@ class PatientAdmin(admin.ModelAdmin):
         return obj.national_id_masked or "-"
 
     def save_model(self, request: HttpRequest, obj: Patient, form: Any, change: bool) -> None:
-        national_id = form.cleaned_data.get("national_id")
-        if national_id:
-            obj.national_id_encrypted = crypto.encrypt(national_id)
-            obj.national_id_hash = crypto.lookup_hash(national_id)
-            obj.national_id_last4 = national_id[-4:]
-        if not change:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT nextval(%s)", [PATIENT_NUMBER_SEQUENCE])
-                obj.patient_id = format_patient_id(cursor.fetchone()[0])
-        super().save_model(request, obj, form, change)
+        """Registration and edits go through the services (duplicate rule under its lock, patient_id from
+        the sequence, national ID encrypted); the form's object then becomes the saved row, so the
+        inlines attach to it."""
+        data = form.service_data()
+        if change:
+            saved = services.patient_update(patient=obj, data={**data, "branch": obj.registration_branch})
+        else:
+            saved = services.patient_create(branch=obj.registration_branch, data=data)
+        obj.pk = saved.pk
+        obj._state.adding = False
+        obj.refresh_from_db()
 
 
 @admin.register(Visit)

@@ -15,8 +15,8 @@ from patients.models import Insurance, Patient
 
 PATIENT_NUMBER_SEQUENCE = "patients_patient_number_seq"
 
-# Create/PATCH fields that map one-to-one onto model columns.
-_SIMPLE_FIELDS = (
+# Create/PATCH fields (API and admin) that map one-to-one onto model columns.
+COLUMN_FIELDS = (
     "first_name",
     "last_name",
     "date_of_birth",
@@ -25,8 +25,9 @@ _SIMPLE_FIELDS = (
     "email",
     "blood_group",
     "national_health_id",
+    "is_active",
 )
-_ADDRESS_FIELDS = {
+ADDRESS_FIELDS = {
     "line1": "address_line1",
     "city": "address_city",
     "state": "address_state",
@@ -46,11 +47,16 @@ def _lock_identity(phone: str, date_of_birth: date) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"patient:{phone}:{date_of_birth}"])
 
 
-def _check_duplicate(*, phone: str, date_of_birth: date, exclude_id: Any = None) -> None:
+def patient_duplicate_find(*, phone: str, date_of_birth: date, exclude_id: Any = None) -> Patient | None:
+    """The active patient registered first with this phone and birth date (the duplicate rule)."""
     existing = Patient.objects.filter(phone=phone, date_of_birth=date_of_birth, is_active=True)
     if exclude_id is not None:
         existing = existing.exclude(id=exclude_id)
-    match = existing.order_by("registered_at").only("id", "patient_id").first()
+    return existing.order_by("registered_at").only("id", "patient_id").first()
+
+
+def _check_duplicate(*, phone: str, date_of_birth: date, exclude_id: Any = None) -> None:
+    match = patient_duplicate_find(phone=phone, date_of_birth=date_of_birth, exclude_id=exclude_id)
     if match is not None:
         raise DuplicatePatient(
             f"Patient {match.patient_id} already has this phone number and date of birth.",
@@ -84,10 +90,10 @@ def _set_national_id(patient: Patient, national_id: str | None) -> None:
 
 
 def _apply(patient: Patient, data: dict[str, Any]) -> None:
-    for field in _SIMPLE_FIELDS:
+    for field in COLUMN_FIELDS:
         if field in data:
             setattr(patient, field, data[field] if data[field] is not None or field == "national_health_id" else "")
-    for key, column in _ADDRESS_FIELDS.items():
+    for key, column in ADDRESS_FIELDS.items():
         if key in (data.get("address") or {}):
             setattr(patient, column, data["address"][key] or "")
     if "national_id" in data:

@@ -13,7 +13,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.models import (
@@ -24,7 +23,7 @@ from integrations.models import (
     validate_network,
 )
 from integrations.scopes import SCOPE_CHOICES
-from integrations.services import api_client_rotate_secret, api_client_set_active
+from integrations.services import api_client_create, api_client_rotate_secret, api_client_set_active
 
 for model in (ApiClient, get_grant_model(), get_id_token_model(), get_refresh_token_model()):
     if admin.site.is_registered(model):
@@ -103,9 +102,23 @@ class ApiClientAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: ApiClient, form: Any, change: bool) -> None:
         if not change:
-            secret = generate_client_secret()
-            obj.client_secret = secret
+            # Created by the service, like create_api_client; the form's object then becomes that row (its
+            # branches are set by the form's save_m2m right after).
+            created, secret = api_client_create(
+                name=obj.name,
+                scopes=obj.allowed_scopes,
+                description=obj.description,
+                ip_allowlist=obj.ip_allowlist,
+                rate_limit_per_minute=obj.rate_limit_per_minute,
+                token_lifetime_seconds=obj.token_lifetime_seconds,
+            )
             request._new_client_secret = secret  # type: ignore[attr-defined]
+            obj.pk = created.pk
+            obj._state.adding = False
+            obj.refresh_from_db()
+            if not form.cleaned_data.get("is_active", True):
+                api_client_set_active(client=obj, active=False)
+            return
         was_active = ApiClient.objects.filter(pk=obj.pk).values_list("is_active", flat=True).first() if change else True
         super().save_model(request, obj, form, change)
         if change and was_active and not obj.is_active:

@@ -297,3 +297,24 @@ def test_billing_list_pages_make_the_same_number_of_queries_for_2_and_8_rows(adm
     few = queries()
     rows(6)
     assert queries() == few
+
+
+def test_a_new_catalogue_line_takes_the_services_tax_rate_not_a_prefilled_zero(admin_client, blr, visitor, medicine):
+    """The browser posts what the empty line form shows: a pre-filled 0 % once overrode the catalogue's rate."""
+    taxed = BillableServiceFactory(code="DRS", name="Dressing", department=medicine, rate=D("500.00"), tax_rate=D("18"))
+    page = admin_client.get(ADD)
+    line_formset = next(f.formset for f in page.context["inline_admin_formsets"] if f.formset.model is LineItem)
+    shown = line_formset.empty_form["tax_rate"].value()
+    assert shown in (None, "")
+
+    data = form_data(
+        admin_client,
+        ADD,
+        {"branch": blr, "patient": visitor, "date": "2026-11-02"},
+        {LineItem: ({}, [{"service": taxed, "quantity": "1", "discount": "0", "tax_rate": shown or ""}])},
+    )
+    response = admin_client.post(ADD, data)
+
+    assert response.status_code == 302
+    item = Invoice.objects.get().line_items.get()
+    assert (item.tax_rate, item.taxable_amount, item.amount) == (D("18.00"), D("500.00"), D("590.00"))

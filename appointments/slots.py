@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from django.db.models import Exists
 from django.utils import timezone
 
 from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
@@ -24,17 +25,21 @@ class Cell:
 
 def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
     """All cells of the doctor's sessions that day, before removing booked and started ones."""
-    if BranchHoliday.objects.filter(branch=branch, date=day).exists():
-        return []
-    if DoctorLeave.objects.filter(doctor=doctor, start_date__lte=day, end_date__gte=day).exists():
-        return []
+    # One query: the day's sessions, none when the branch is closed or the doctor is on leave.
+    sessions = (
+        WeeklySession.objects.filter(doctor=doctor, branch=branch, weekday=day.weekday())
+        .filter(~Exists(BranchHoliday.objects.filter(branch=branch, date=day)))
+        .filter(~Exists(DoctorLeave.objects.filter(doctor=doctor, start_date__lte=day, end_date__gte=day)))
+        .order_by("start")
+        .values_list("start", "end")
+    )
     zone = branch.zone
     cells = []
-    for session in WeeklySession.objects.filter(doctor=doctor, branch=branch, weekday=day.weekday()).order_by("start"):
+    for session_start, session_end_time in sessions:
         # Step in UTC: arithmetic on a zoned datetime is wall-clock, which on a DST change day yields
         # cells of the wrong length, repeated instants and local times that do not exist.
-        cursor = datetime.combine(day, session.start, tzinfo=zone).astimezone(UTC)
-        session_end = datetime.combine(day, session.end, tzinfo=zone).astimezone(UTC)
+        cursor = datetime.combine(day, session_start, tzinfo=zone).astimezone(UTC)
+        session_end = datetime.combine(day, session_end_time, tzinfo=zone).astimezone(UTC)
         while cursor + duration <= session_end:
             cells.append(Cell(cursor, cursor + duration))
             cursor += duration

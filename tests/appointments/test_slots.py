@@ -724,3 +724,18 @@ def test_without_a_token_slots_are_401(client, doctor, monday):
     response = client.get(SLOTS, {"doctor_id": doctor.id, "date": monday})
 
     assert_problem(response, 401, "not_authenticated")
+
+
+def test_the_slots_of_a_day_take_a_fixed_number_of_queries(client, reader, doctor, monday, django_assert_num_queries):
+    """Token, client branches, doctor and its branches, the day's open sessions (holiday and leave in the
+    same query), the appointments of the day, and the audit row: however many sessions and bookings."""
+    WeeklySessionFactory(doctor=doctor, branch=doctor.branches.get(), weekday=0, start=time(14), end=time(17))
+    for hour in (9, 10, 15):
+        start = at(monday, hour, 0, doctor.branches.get())
+        AppointmentFactory(
+            doctor=doctor, branch=doctor.branches.get(), slot_start=start, slot_end=start + timedelta(minutes=15)
+        )
+
+    with django_assert_num_queries(7):
+        body = ok(get_slots(client, reader, doctor_id=doctor.id, date=monday))
+    assert len(body) == 24 - 3

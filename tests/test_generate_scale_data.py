@@ -1,0 +1,183 @@
+"""generate_scale_data (issue 7) at small scale: runs, is deterministic for a seed, and every invariant the
+services keep also holds for the generated rows (the constraints and triggers stayed on during the load)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection, transaction
+
+from billing.models import Invoice
+from patients.models import Patient
+from tests.conftest import bearer
+
+pytestmark = pytest.mark.django_db
+
+SMALL = ["--patients", "300", "--invoices", "300", "--doctors", "8", "--branches", "4", "--today", "2026-11-21"]
+CHECKSUM = """
+SELECT md5(string_agg(part, '|' ORDER BY part)) FROM (
+  SELECT 'p' || string_agg(concat_ws(',', id, patient_id, search_name, phone, date_of_birth, address_state,
+                                     registration_branch_id, national_id_hash), ';' ORDER BY patient_id)
+    FROM patients_patient
+  UNION ALL
+  SELECT 'a' || string_agg(concat_ws(',', id, patient_id, doctor_id, slot_start, token_number, status, visit_id),
+                           ';' ORDER BY id) FROM appointments_appointment
+  UNION ALL
+  SELECT 'i' || string_agg(concat_ws(',', id, patient_id, invoice_number, date, status, grand_total, paid), ';'
+                           ORDER BY id) FROM billing_invoice
+  UNION ALL
+  SELECT 'l' || string_agg(concat_ws(',', id, invoice_id, service_name, amount), ';' ORDER BY id) FROM billing_lineitem
+  UNION ALL
+  SELECT 'm' || string_agg(concat_ws(',', id, amount, payment_mode, reference, payment_date), ';' ORDER BY id)
+    FROM billing_payment
+) parts(part)
+"""
+
+
+def generate(*extra: str) -> str:
+    out = StringIO()
+    call_command("generate_scale_data", *SMALL, *extra, stdout=out)
+    return out.getvalue()
+
+
+def scalar(sql: str) -> object:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetchone()[0]
+
+
+def checksum_of_run(seed: str) -> str:
+    """Generate into a savepoint, checksum, roll back: the next run starts from an empty database again."""
+    with transaction.atomic():
+        generate("--seed", seed)
+        value = str(scalar(CHECKSUM))
+        transaction.set_rollback(True)
+    return value
+
+
+@pytest.fixture
+def generated() -> str:
+    return generate("--seed", "3")
+
+
+def test_the_same_seed_gives_identical_data_and_another_seed_differs() -> None:
+    first, again, other = checksum_of_run("5"), checksum_of_run("5"), checksum_of_run("6")
+    assert first == again
+    assert first != other
+
+
+def test_it_reports_rows_per_table_and_refuses_a_database_that_has_data(generated: str) -> None:
+    assert "patients_patient                          300" in generated
+    assert "billing_invoice                           300" in generated
+    assert Patient.objects.count() == 300
+    assert Invoice.objects.count() == 300
+    with pytest.raises(CommandError, match="empty database"):
+        generate()
+
+
+def test_invoice_totals_are_the_sums_of_their_lines_and_paid_the_sum_of_payments(generated: str) -> None:
+    assert scalar("SELECT count(*) FROM billing_invoice i WHERE NOT EXISTS "
+                  "(SELECT 1 FROM billing_lineitem l WHERE l.invoice_id = i.id)") == 0  # fmt: skip
+    assert scalar("""
+        SELECT count(*) FROM billing_invoice i JOIN (
+            SELECT invoice_id, sum(round(quantity * rate, 2)) gross, sum(discount) discount, sum(taxable_amount) taxable,
+                   sum(cgst) cgst, sum(sgst) sgst, sum(igst) igst, sum(amount) amount, count(*) n
+              FROM billing_lineitem GROUP BY invoice_id) l ON l.invoice_id = i.id
+         WHERE (i.sub_total, i.discount, i.taxable, i.cgst, i.sgst, i.igst, i.grand_total)
+               IS DISTINCT FROM (l.gross, l.discount, l.taxable, l.cgst, l.sgst, l.igst, l.amount)
+            OR l.n NOT BETWEEN 1 AND 6""") == 0  # fmt: skip
+    assert (
+        scalar("""
+        SELECT count(*) FROM billing_invoice i
+         WHERE i.paid <> coalesce((SELECT sum(amount) FROM billing_payment p WHERE p.invoice_id = i.id), 0)""")
+        == 0
+    )
+    assert (
+        scalar("""
+        SELECT count(*) FROM billing_invoice WHERE NOT (
+            (status IN ('draft', 'finalized', 'cancelled') AND paid = 0)
+            OR (status = 'partially_paid' AND paid > 0 AND paid < grand_total)
+            OR (status = 'paid' AND paid = grand_total))""")
+        == 0
+    )
+    # Inter-state invoices carry IGST only, intra-state ones CGST + SGST only.
+    assert scalar("SELECT count(*) FROM billing_invoice WHERE interstate AND cgst + sgst > 0") == 0
+    assert scalar("SELECT count(*) FROM billing_invoice WHERE NOT interstate AND igst > 0") == 0
+    assert scalar("SELECT count(DISTINCT interstate) FROM billing_invoice") == 2
+    statuses = set(Invoice.objects.values_list("status", flat=True))
+    assert {"finalized", "partially_paid", "paid"} <= statuses
+    modes = scalar("SELECT count(DISTINCT payment_mode) FROM billing_payment")
+    assert isinstance(modes, int)
+    assert modes >= 5
+
+
+def test_invoice_numbers_are_consecutive_per_branch_and_year_and_match_the_counters(generated: str) -> None:
+    assert (
+        scalar("""
+        SELECT count(*) FROM (
+            SELECT branch_id, financial_year, count(*) n, min(split_part(invoice_number, '/', 3)::int) lo,
+                   max(split_part(invoice_number, '/', 3)::int) hi
+              FROM billing_invoice WHERE invoice_number IS NOT NULL GROUP BY 1, 2) s
+         FULL JOIN billing_invoicenumbercounter c USING (branch_id, financial_year)
+         WHERE s.lo IS DISTINCT FROM 1 OR s.hi IS DISTINCT FROM s.n OR c.last_number IS DISTINCT FROM s.hi""")
+        == 0
+    )
+    assert scalar("SELECT count(*) FROM billing_invoice WHERE status <> 'draft' AND status <> 'cancelled' "
+                  "AND invoice_number IS NULL") == 0  # fmt: skip
+
+
+def test_tokens_run_from_1_to_k_per_doctor_day_and_the_counter_holds_k(generated: str) -> None:
+    assert (
+        scalar("""
+        SELECT count(*) FROM (
+            SELECT doctor_id, local_date, count(*) n, count(DISTINCT token_number) d, min(token_number) lo,
+                   max(token_number) hi FROM appointments_appointment GROUP BY 1, 2) a
+         FULL JOIN appointments_tokencounter c USING (doctor_id, local_date)
+         WHERE a.lo IS DISTINCT FROM 1 OR a.hi IS DISTINCT FROM a.n OR a.d IS DISTINCT FROM a.n
+            OR c.last_number IS DISTINCT FROM a.hi""")
+        == 0
+    )
+    # Completed appointments, and only they, have their visit; the past is settled, the future booked.
+    assert (
+        scalar("SELECT count(*) FROM appointments_appointment WHERE (status = 'completed') <> (visit_id IS NOT NULL)")
+        == 0
+    )
+    assert (
+        scalar("SELECT count(*) FROM appointments_appointment WHERE status = 'booked' AND local_date < '2026-11-21'")
+        == 0
+    )
+    assert scalar("SELECT count(*) FROM appointments_appointment WHERE status IN ('completed', 'no_show') "
+                  "AND local_date >= '2026-11-21'") == 0  # fmt: skip
+    heavy = scalar("SELECT max(n) FROM (SELECT count(*) n FROM patients_visit GROUP BY patient_id) v")
+    assert isinstance(heavy, int)
+    assert heavy >= 500
+
+
+def test_no_two_active_patients_share_phone_and_birth_date(generated: str) -> None:
+    assert scalar("SELECT count(*) FROM (SELECT 1 FROM patients_patient WHERE is_active "
+                  "GROUP BY phone, date_of_birth HAVING count(*) > 1) d") == 0  # fmt: skip
+    assert scalar("SELECT count(*) FROM patients_patient WHERE phone !~ '^\\+91[6-9][0-9]{9}$'") == 0
+    assert scalar("SELECT count(*) FROM patients_patientname") == scalar(
+        "SELECT count(DISTINCT search_name) FROM patients_patient"
+    )
+
+
+def test_the_api_reads_a_generated_invoice_and_patient_profile(generated: str, client, token_for) -> None:
+    invoice = Invoice.objects.filter(status="partially_paid").order_by("invoice_number").first()
+    assert invoice is not None
+    response = client.get(f"/api/v1/billing/invoices/{invoice.id}", **bearer(token_for(["billing:read"])))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["invoice_number"] == invoice.invoice_number
+    assert Decimal(str(body["totals"]["grand_total"])) == invoice.grand_total
+    assert Decimal(str(body["paid"])) == invoice.paid == sum(Decimal(str(p["amount"])) for p in body["payments"])
+    patient = Patient.objects.get(patient_id="PAT-000001")  # the longest history
+    response = client.get(f"/api/v1/patients/{patient.patient_id}", **bearer(token_for(["patients:read"])))
+    assert response.status_code == 200, response.content
+    profile = response.json()
+    assert profile["demographics"]["contact"]["phone"] == patient.phone
+    assert len(profile["visit_history"]) == patient.visits.count() >= 500

@@ -4,15 +4,13 @@ holidays; appointments with their history and staff actions (check in, complete,
 from collections.abc import Callable
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 
 from appointments import services
 from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
+from clinic.admin_actions import reason_confirmation
 from clinic.errors import DomainError
 
 
@@ -65,10 +63,6 @@ class AppointmentChangeInline(admin.TabularInline):
         return False
 
 
-class CancelForm(forms.Form):
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
-
-
 @admin.register(Appointment)
 class AppointmentAdmin(admin.ModelAdmin):
     """Appointments are booked through the API; here staff follow them and change their status. Every
@@ -118,21 +112,18 @@ class AppointmentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected appointments (staff: ignores the window)", permissions=["change"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> HttpResponse | None:
-        form = CancelForm(request.POST if "confirm" in request.POST else None)
-        if form.is_valid():
-            self._apply(
-                request, queryset, services.appointment_cancel, reason=form.cleaned_data["reason"], enforce_window=False
-            )
-            return None
-        return TemplateResponse(
+        reason = reason_confirmation(
+            self,
             request,
-            "admin/appointments/appointment/cancel.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Cancel appointments",
-                "opts": self.model._meta,
-                "appointments": queryset,
-                "form": form,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            },
+            queryset.select_related("patient"),
+            action="cancel",
+            title="Cancel appointments",
+            intro="Cancel these appointments? Staff cancellations ignore the branch's cancellation window. The "
+            "patients are notified when notifications are enabled; token numbers are not reused.",
+            submit_label="Cancel appointments",
+            describe=lambda a: f"{a} — {a.patient} ({a.get_status_display()})",
         )
+        if not isinstance(reason, str):
+            return reason
+        self._apply(request, queryset, services.appointment_cancel, reason=reason, enforce_window=False)
+        return None

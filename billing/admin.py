@@ -8,15 +8,14 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from billing import services, tax
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, LineItem, Payment
+from clinic.admin_actions import reason_confirmation
 from clinic.errors import DomainError, FieldError
 
 
@@ -204,10 +203,6 @@ class InvoiceAdminForm(forms.ModelForm):
         return data
 
 
-class CancelForm(forms.Form):
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
-
-
 @admin.register(Invoice)
 class InvoiceAdmin(admin.ModelAdmin):
     form = InvoiceAdminForm
@@ -341,22 +336,21 @@ class InvoiceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected invoices (only while nothing is paid)", permissions=["change"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> HttpResponse | None:
-        form = CancelForm(request.POST if "confirm" in request.POST else None)
-        if form.is_valid():
-            self._apply(request, queryset, services.invoice_cancel, reason=form.cleaned_data["reason"])
-            return None
-        return TemplateResponse(
+        reason = reason_confirmation(
+            self,
             request,
-            "admin/billing/invoice/cancel.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Cancel invoices",
-                "opts": self.model._meta,
-                "invoices": queryset.select_related("patient"),
-                "form": form,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            },
+            queryset.select_related("patient"),
+            action="cancel",
+            title="Cancel invoices",
+            intro="Cancel these invoices? Only drafts and finalized invoices without payments can be cancelled; a "
+            "finalized invoice keeps its number, which is never reused.",
+            submit_label="Cancel invoices",
+            describe=lambda i: f"{i} — {i.patient} ({i.get_status_display()}, {i.grand_total})",
         )
+        if not isinstance(reason, str):
+            return reason
+        self._apply(request, queryset, services.invoice_cancel, reason=reason)
+        return None
 
 
 @admin.register(Payment)

@@ -38,7 +38,7 @@ def test_staff_cancel_asks_for_a_reason_first_and_changes_nothing_until_confirme
     response = act(admin_client, "cancel", soon)
 
     assert response.status_code == 200
-    assert response.templates[0].name == "admin/appointments/appointment/cancel.html"
+    assert response.templates[0].name == "admin/reason_action.html"
     assert b"Staff cancellations ignore the branch" in response.content
     soon.refresh_from_db()
     assert (soon.status, soon.version) == ("booked", 1)

@@ -4,14 +4,13 @@ holidays; appointments with their history and staff actions (check in, complete,
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from appointments import services
 from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
-from clinic.admin_actions import reason_confirmation
-from clinic.errors import DomainError
+from clinic.admin_actions import apply_to_each, reason_confirmation
 
 
 @admin.register(WeeklySession)
@@ -86,17 +85,10 @@ class AppointmentAdmin(admin.ModelAdmin):
     def _apply(
         self, request: HttpRequest, queryset: QuerySet[Appointment], service: Callable[..., Appointment], **kwargs: Any
     ) -> None:
-        done, refused = 0, []
-        for appointment in queryset:
-            try:
-                service(appointment=appointment, actor=f"staff:{request.user.get_username()}", **kwargs)
-                done += 1
-            except DomainError as exc:
-                refused.append(f"{appointment}: {exc.detail}")
-        if done:
-            self.message_user(request, f"{done} appointment(s) updated.", messages.SUCCESS)
-        for line in refused:
-            self.message_user(request, line, messages.ERROR)
+        actor = f"staff:{request.user.get_username()}"
+        apply_to_each(
+            self, request, queryset, lambda appointment: service(appointment=appointment, actor=actor, **kwargs)
+        )
 
     @admin.action(description="Check in the selected appointments", permissions=["change"])
     def check_in(self, request: HttpRequest, queryset: QuerySet[Appointment]) -> None:

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from billing import services, tax
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, LineItem, Payment
-from clinic.admin_actions import reason_confirmation
+from clinic.admin_actions import apply_to_each, reason_confirmation
 from clinic.errors import DomainError, FieldError
 
 
@@ -318,16 +318,9 @@ class InvoiceAdmin(admin.ModelAdmin):
             return None
 
     def _apply(self, request: HttpRequest, queryset: QuerySet[Invoice], service: Any, **kwargs: Any) -> None:
-        done = 0
-        for invoice in queryset.select_related("branch"):
-            try:
-                service(invoice=invoice, **kwargs)
-                done += 1
-            except DomainError as exc:
-                detail = "; ".join(exc.errors.values()) if isinstance(exc, FieldError) else exc.detail
-                self.message_user(request, f"{invoice}: {detail}", messages.ERROR)
-        if done:
-            self.message_user(request, f"{done} invoice(s) updated.", messages.SUCCESS)
+        apply_to_each(
+            self, request, queryset.select_related("branch"), lambda invoice: service(invoice=invoice, **kwargs)
+        )
 
     @admin.action(description="Finalize the selected draft invoices (assigns numbers)", permissions=["change"])
     def finalize(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> None:

@@ -1,17 +1,19 @@
-"""Admin actions that need a reason before they act (cancelling appointments or invoices): one
-confirmation page listing the selected rows and asking for the reason."""
+"""Shared pieces of admin actions: running a service on each selected row, and the confirmation page of
+actions that need a reason first (cancelling appointments or invoices)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+
+from clinic.errors import DomainError, FieldError
 
 
 class ReasonForm(forms.Form):
@@ -50,3 +52,21 @@ def reason_confirmation(
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         },
     )
+
+
+def apply_to_each(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, rows: Iterable[Any], change: Callable[[Any], Any]
+) -> None:
+    """Run `change` (a service call) on each selected row. A refusal is reported for that row and the
+    others still go through; the count of rows changed is reported once."""
+    done = 0
+    for row in rows:
+        try:
+            change(row)
+            done += 1
+        except DomainError as exc:
+            detail = "; ".join(exc.errors.values()) if isinstance(exc, FieldError) else exc.detail
+            modeladmin.message_user(request, f"{row}: {detail}", messages.ERROR)
+    if done:
+        noun = modeladmin.model._meta.verbose_name
+        modeladmin.message_user(request, f"{done} {noun}(s) updated.", messages.SUCCESS)

@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,15 +29,14 @@ def prepare(database: str | None = None) -> Any:
     """Environment as `make run` (DATABASE_URL or embedded PostgreSQL, Redis), optionally another DB name."""
     server = prepare_environment(redis_default="redis://127.0.0.1:6379/0")
     if database:
-        base, _, rest = os.environ["DATABASE_URL"].rpartition("/")
-        query = rest.partition("?")[2]
-        admin_url = f"{base}/postgres" + (f"?{query}" if query else "")
         import psycopg
 
-        with psycopg.connect(admin_url, autocommit=True) as conn:
+        # Swap the database name in the URL's path; the query may hold a socket directory (embedded server).
+        parts = urllib.parse.urlsplit(os.environ["DATABASE_URL"])
+        with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
                 conn.execute(f'CREATE DATABASE "{database}"')
-        os.environ["DATABASE_URL"] = f"{base}/{database}" + (f"?{query}" if query else "")
+        os.environ["DATABASE_URL"] = parts._replace(path=f"/{database}").geturl()
     manage("migrate", "--no-input", "-v", "0")
     return server
 
@@ -64,7 +64,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(workers: int = 2) -> Iterator[str]:
+def gunicorn(workers: int = 2, threads: int = 1) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
     process = subprocess.Popen(
@@ -77,6 +77,8 @@ def gunicorn(workers: int = 2) -> Iterator[str]:
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            "--threads",
+            str(threads),
             "--log-level",
             "warning",
         ],

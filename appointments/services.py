@@ -86,7 +86,8 @@ def _lock_patient(patient_id: uuid.UUID) -> None:
     written). Two writes for one patient with two doctors at overlapping times would otherwise each wait
     on the other's uncommitted row in the patient exclusion constraint, and PostgreSQL would abort one
     as a deadlock (a 500); serialised, the later one gets a clean 409. Taken after the day lock."""
-    list(Patient.objects.select_for_update(no_key=True).filter(pk=patient_id).values_list("pk"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM patients_patient WHERE id = %s FOR NO KEY UPDATE", [patient_id])
 
 
 def _overlap_refusal(exc: IntegrityError) -> SlotUnavailable | None:
@@ -131,7 +132,8 @@ def appointment_book(
     token_number = _next_token(doctor, local_date)
     _lock_patient(patient.pk)
     try:
-        with transaction.atomic():
+        # No savepoint: a refused insert aborts the whole booking anyway (the token taken above included).
+        with transaction.atomic(savepoint=False):
             appointment = Appointment.objects.create(
                 patient=patient,
                 doctor=doctor,

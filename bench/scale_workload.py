@@ -194,6 +194,14 @@ def build(
     rng.shuffle(slot_calls)
     scenarios.append(Scenario("slots", "GET /api/v1/appointments/slots", slot_calls[:pool], single_object=False))
     first_booking_day = today + timedelta(days=BOOKING_DAYS_AHEAD)
+    # Patients an earlier run booked on those days would be refused (one appointment at a time each).
+    booked = {
+        row[0]
+        for row in conn.execute(
+            "SELECT DISTINCT patient_id FROM appointments_appointment WHERE local_date >= %s", [first_booking_day]
+        ).fetchall()
+    }
+    booking_patients = [p for p in booking_patients if p not in booked]
     bookings = _booking_calls(base, bearer, by_weekday, first_booking_day, write_pool * 2, booking_patients, rng)
     scenarios.append(
         Scenario(

@@ -33,12 +33,18 @@ def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> l
     return list(subscriptions.values_list("id", flat=True).distinct())
 
 
-@transaction.atomic
 def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None = None) -> uuid.UUID:
     """Publish `event_type` (e.g. "appointment.booked") with `payload` (the body's `data`); returns the
     event id, which is the webhook-id of its deliveries. Call it inside the transaction of the change."""
     if event_type not in WebhookEventType.values:
         raise ValueError(f"Unknown event type {event_type!r}.")
+    return _event_write(event_type=event_type, payload=payload, branch_id=branch_id)
+
+
+# No savepoint: inside the change's transaction the event commits or rolls back with the change, so there
+# is nothing to recover to (and every change saves two round trips).
+@transaction.atomic(savepoint=False)
+def _event_write(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None) -> uuid.UUID:
     subscription_ids = subscriptions_matching(event_type=event_type, branch_id=branch_id)
     now = clock.now()
     event = WebhookEvent.objects.create(type=event_type, payload=payload, branch_ref=branch_id, created_at=now)

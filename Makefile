@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck check gates clean-db
+.PHONY: run test lint typecheck check gates clean-db bench-scale
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ check: $(STAMP)  ## Django system checks and migrations in sync with models
 	$(PY) -m clinic.launch manage makemigrations --check --dry-run
 
 gates: lint typecheck check test  ## everything CI runs
+
+bench-scale: $(STAMP)  ## issue 7: every endpoint at 1M patients + 1M invoices under gunicorn and wrk (BENCH_ARGS=...)
+	@command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk"; exit 1; }
+	$(PY) bench/scale.py $(BENCH_ARGS)
 
 clean-db:  ## delete the embedded PostgreSQL data folder
 	rm -rf .pgdata

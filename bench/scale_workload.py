@@ -111,6 +111,16 @@ def build(
         )
     )
 
+    # The floor every endpoint stands on: gunicorn, Django, the middleware, token authentication, scope and
+    # rate-limit checks, one small query and the audit row. Not a target; it explains the ratios.
+    scenarios.append(
+        Scenario(
+            "floor",
+            "GET /api/v1/branches (framework floor: auth, 1 query, audit)",
+            [Call("GET", "/api/v1/branches", "", bearer)],
+        )
+    )
+
     def search(term: str) -> Call:
         return Call("GET", _get("/api/v1/patients", {"search": term}), "", bearer)
 

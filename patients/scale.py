@@ -1,5 +1,6 @@
-"""Scale data (issue 7): patients, loaded with COPY. Names follow the demo's Zipf-like frequency (common
-surnames repeat a lot); the PatientName dictionary is filled by its trigger as the rows go in.
+"""Scale data (issue 7): patients, loaded with COPY. Names come from the Indian vocabularies of
+patients/scale_names.py with their realistic skew (a few surnames carry several percent of patients, a long
+tail from every state carries few); the PatientName dictionary is filled by its trigger as the rows go in.
 
 Phones are E.164 Indian mobiles; about 5 % of patients share a family member's phone, always with another
 date of birth, so the duplicate rule (active patient, same phone and birth date) never matches.
@@ -18,11 +19,11 @@ from django.db import connection
 
 from clinic import crypto
 from clinic.scale import Organisation, Timings, copy_rows, rng_uuid
-from patients.demo import FIRST_NAMES, LAST_NAMES, aadhaar
+from patients.demo import aadhaar
 from patients.identifiers import format_patient_id
+from patients.scale_names import FIRST_NAME_CUM_WEIGHTS, FIRST_NAMES, SURNAME_CUM_WEIGHTS, SURNAMES
 from patients.services import PATIENT_NUMBER_SEQUENCE
 
-FEMALE_FIRST = {"Fatima", "Ayesha", "Mary", "Gurpreet"} | set(FIRST_NAMES[20:40])
 PATIENT_COLUMNS = [
     "id", "patient_id", "first_name", "last_name", "search_name", "date_of_birth", "gender", "phone",
     "phone_digits_reversed", "email", "address_line1", "address_city", "address_state", "address_pincode",
@@ -34,10 +35,6 @@ BLOOD_WEIGHTS = list(itertools.accumulate([32, 30, 22, 7, 2, 2, 1, 0.5, 3.5]))
 STREETS = ["MG Road", "Station Road", "Gandhi Nagar", "Nehru Street", "Temple Road", "Lake View", "Main Road"]
 # 3**18 is coprime with 10**9: n -> n * MULTIPLIER mod 10**9 is a bijection, so phones never collide.
 PHONE_MULTIPLIER = 387_420_489
-
-
-def _cumulative_zipf(count: int) -> list[float]:
-    return list(itertools.accumulate(1 / (i + 1) for i in range(count)))
 
 
 @dataclass
@@ -56,7 +53,6 @@ def generate_patients(
     """`count` patients numbered 1..count in registration order, registered from a year before first_day
     until a week before today. Returns their key facts for the appointment and invoice generators."""
     result = Patients()
-    first_weights, last_weights = _cumulative_zipf(len(FIRST_NAMES)), _cumulative_zipf(len(LAST_NAMES))
     branches = organisation.branches
     other_states = sorted({b.state for b in branches})
     registration_first = first_day - timedelta(days=365)
@@ -67,11 +63,9 @@ def generate_patients(
     def rows() -> Iterator[tuple[Any, ...]]:
         last_phone, phone_births = "", set[date]()
         for number in range(1, count + 1):
-            first = rng.choices(FIRST_NAMES, cum_weights=first_weights)[0]
-            last = rng.choices(LAST_NAMES, cum_weights=last_weights)[0]
-            gender = "female" if first in FEMALE_FIRST else "male"
-            if rng.random() < 0.01:
-                gender = rng.choice(["other", "unknown"])
+            first, name_gender = rng.choices(FIRST_NAMES, cum_weights=FIRST_NAME_CUM_WEIGHTS)[0]
+            last = rng.choices(SURNAMES, cum_weights=SURNAME_CUM_WEIGHTS)[0]
+            gender = rng.choice(["other", "unknown"]) if rng.random() < 0.01 else name_gender
             birth = date(1936, 1, 1) + timedelta(days=rng.randrange(32_000))
             if last_phone and rng.random() < 0.05:
                 while birth in phone_births:  # a family member: same phone, another birth date

@@ -3,6 +3,8 @@ services keep also holds for the generated rows (the constraints and triggers st
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from io import StringIO
 
@@ -12,7 +14,10 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 
 from billing.models import Invoice
+from clinic.scale import Timings, generate_organisation
+from patients import scale_names
 from patients.models import Patient
+from patients.scale import generate_patients
 from tests.conftest import bearer
 
 pytestmark = pytest.mark.django_db
@@ -181,3 +186,47 @@ def test_the_api_reads_a_generated_invoice_and_patient_profile(generated: str, c
     profile = response.json()
     assert profile["demographics"]["contact"]["phone"] == patient.phone
     assert len(profile["visit_history"]) == patient.visits.count() >= 500
+
+
+def test_the_name_vocabularies_are_large_unique_single_words_with_one_gender_each() -> None:
+    first_names = scale_names.FEMALE_FIRST_NAMES + scale_names.MALE_FIRST_NAMES
+    assert len(first_names) >= 500
+    assert len(scale_names.SURNAMES) >= 400
+    assert len(set(first_names)) == len(first_names)
+    assert len(set(scale_names.SURNAMES)) == len(scale_names.SURNAMES)
+    assert all(name.isascii() and name.isalpha() for name in first_names + scale_names.SURNAMES)
+    assert len(scale_names.FIRST_NAME_CUM_WEIGHTS) == len(scale_names.FIRST_NAMES)
+    assert len(scale_names.SURNAME_CUM_WEIGHTS) == len(scale_names.SURNAMES)
+    assert scale_names.SURNAMES[:4] == ("Kumar", "Singh", "Sharma", "Patel")
+
+
+def test_20000_generated_patients_have_diverse_single_word_names_with_common_surnames_repeating() -> None:
+    rng = random.Random(11)
+    timings = Timings()
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    organisation = generate_organisation(rng, branches=2, doctors=2, moment=moment, timings=timings)
+    generate_patients(
+        rng, count=20_000, organisation=organisation, first_day=date(2024, 6, 1), today=date(2025, 6, 1),
+        timings=timings,
+    )  # fmt: skip
+
+    # The demo's 50 x 40 names allowed at most 2,000; the Indian vocabularies give about 16,500.
+    assert scalar("SELECT count(DISTINCT search_name) FROM patients_patient") > 15_000
+    assert scalar("SELECT count(*) FROM patients_patient WHERE first_name !~ '^[A-Za-z]+$' "
+                  "OR last_name !~ '^[A-Za-z]+$'") == 0  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT last_name, count(*) FROM patients_patient GROUP BY 1 ORDER BY 2 DESC LIMIT 1")
+        commonest, bearers = cursor.fetchone()
+        cursor.execute("SELECT first_name, count(*) FROM patients_patient GROUP BY 1 ORDER BY 2 DESC LIMIT 1")
+        _, commonest_first_bearers = cursor.fetchone()
+    assert commonest == "Kumar"
+    assert 0.03 < bearers / 20_000 < 0.08  # several percent, as Kumar and Singh have in India
+    assert commonest_first_bearers / 20_000 < 0.02
+    # Gender follows the first name's tag except for the 1 % recorded as other or unknown.
+    female = set(scale_names.FEMALE_FIRST_NAMES)
+    mismatched = sum(
+        gender != ("female" if first in female else "male")
+        for first, gender in Patient.objects.values_list("first_name", "gender")
+    )
+    assert mismatched == Patient.objects.filter(gender__in=["other", "unknown"]).count()
+    assert 100 < mismatched < 300

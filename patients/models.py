@@ -59,12 +59,17 @@ class Patient(models.Model):
     is_active = models.BooleanField(
         default=True, help_text="Inactive (merged or erroneous) records are not duplicates."
     )
-    registered_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    registered_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-registered_at", "id"]
         indexes = [
+            # The list's order. Carries the branch so a page's ids come from the index alone, whatever
+            # branches the client sees (patients.selectors.patient_list).
+            models.Index(
+                fields=["-registered_at", "id"], include=["registration_branch"], name="patient_registered_order"
+            ),
             GinIndex(OpClass("search_name", name="gin_trgm_ops"), name="patient_name_trgm"),
             models.Index(OpClass("phone_digits_reversed", name="text_pattern_ops"), name="patient_phone_tail"),
             models.Index(fields=["phone", "date_of_birth"], name="patient_phone_dob"),
@@ -212,6 +217,28 @@ class Visit(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.type} {self.start:%Y-%m-%d}"
+
+
+class RegistrationCount(models.Model):
+    """How many patients were registered at a branch on a UTC day, so the list's X-Total-Count and the
+    day holding a deep page's first row are read from a few thousand rows instead of counted over every
+    patient (patients.selectors.patient_list).
+
+    Kept by statement-level triggers on patients_patient (migration 0004) with transition tables: a COPY
+    of a million patients updates each (branch, day) row once, and an update that moves no patient to
+    another branch or day writes nothing. The triggers run in the writing transaction, so the counts
+    commit and roll back with the patients. Rows that drop to zero stay."""
+
+    pk = models.CompositePrimaryKey("day", "branch")
+    # Day first: a deep page walks the days newest first across every branch the client sees.
+    day = models.DateField()
+    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
+    # No CHECK (registered >= 0): PostgreSQL checks the row an upsert proposes before ON CONFLICT turns it
+    # into an update, and a deletion's upsert proposes its negative change.
+    registered = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.branch_id}: {self.registered}"
 
 
 class PatientName(models.Model):

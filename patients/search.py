@@ -2,17 +2,19 @@
 
 The query is classified first, so each kind of match touches only its own index:
 
-- letters: fuzzy name search. Patient names repeat heavily (a network has thousands of "Priya
-  Sharma"s), so the trigram search runs over the dictionary of distinct names (patients_patientname,
-  kept by a trigger on patients_patient), using the pg_trgm `%` (similarity) and `%>` (word similarity)
-  operators on its GIN index. The best candidate names are then expanded to patients with one
-  LATERAL top-k per name on the (search_name, registered_at) B-tree, so "sharma" costs 50 short index
-  scans, not a sort of every Sharma. similarity() is used only to rank names, never to filter.
-  A name's score adds three trigram measures, because each alone misranks common typos (found by the
-  search-quality tests over a realistic population): similarity of the whole name; strict word
-  similarity (partial names, "priy shar"); and similarity of the letter keys (each word's letters
-  sorted), which a swap of two adjacent letters leaves unchanged ("nisha niar" -> "nisha nair", where
-  plain trigrams score "nisha das" as high).
+- letters: fuzzy name search, word by word. Patient names repeat heavily (a network has thousands of
+  "Priya Sharma"s) and yet a million patients carry some 244,000 distinct full names, so a trigram scan
+  of every distinct name costs hundreds of milliseconds. The distinct *words* of names are few (a few
+  thousand; table patients_nameword, with patients_namepart saying which names hold each word, both kept
+  by triggers from migration 0006). Each query word takes its best CANDIDATE_WORDS dictionary words by
+  trigram similarity, by similarity of letter keys (each word's letters sorted, which a swap of two
+  adjacent letters leaves unchanged: "niar" -> "nair") and by prefix ("priy" -> "priya"). Names holding
+  candidates of the most query words, best word scores first, in any order (so swapped first and last
+  names match), are the PRESELECTED_NAMES; they are ranked by three trigram measures of the whole name
+  (similarity; strict word similarity, for partial names; similarity of letter keys), because each alone
+  misranks common typos (found by the search-quality tests over a realistic population). The best
+  CANDIDATE_NAMES are then expanded to patients with one LATERAL top-k per name on the
+  (search_name, registered_at) B-tree, so "sharma" costs 50 short index scans, not a sort of every Sharma.
 - digits: phone (a prefix of the reversed digits: full number with or without country prefix, or a
   4+ digit tail), the 14-digit ABHA number, and a patient_id made of digits.
 - anything else with digits (PAT-000123, pat000123): patient_id, ignoring case and hyphens.
@@ -35,6 +37,8 @@ from patients.identifiers import normalise_patient_ref
 
 MIN_PHONE_TAIL = 4
 CANDIDATE_NAMES = 50  # distinct names considered per query; each typo query's target ranks well within
+CANDIDATE_WORDS = 8  # dictionary words per query word
+PRESELECTED_NAMES = 200  # names ranked on the whole name, out of those holding candidate words
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,11 @@ class SearchFilters:
 def letter_key(text: str) -> str:
     """As patients_letter_key() in SQL: each word's letters sorted by code point, words kept in order."""
     return " ".join("".join(sorted(word)) for word in text.split())
+
+
+def like_prefix(word: str) -> str:
+    """A LIKE pattern for words starting with `word`, its own wildcards taken literally."""
+    return re.sub(r"([\\%_])", r"\\\1", word) + "%"
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -115,15 +124,34 @@ def _count_identifier(branches: list[str], match_params: list[Any], where: str, 
 def _name_search(text: str, filters: SearchFilters, *, offset: int, limit: int) -> tuple[list[uuid.UUID], int]:
     where, params = filters.sql("p")
     key = letter_key(text)
-    # Ranked in ORDER BY only: the WHERE clause filters with the index-backed operators alone.
+    words = text.split()
+    # Ranked in ORDER BY only: each WHERE clause filters with index-backed operators alone.
     names = (
-        "SELECT n.name, row_number() OVER (ORDER BY "
-        "similarity(n.name, %s) + strict_word_similarity(%s, n.name) + similarity(n.letter_key, %s) DESC, n.name"
-        ") AS rank FROM patients_patientname n "
-        "WHERE n.name %% %s OR n.name %%> %s OR n.letter_key %% %s "
-        "ORDER BY rank LIMIT %s"
+        "WITH q AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS q(w, k, prefix, i)), "
+        "candidates AS (SELECT q.i, c.word, c.score FROM q CROSS JOIN LATERAL ("
+        "  SELECT d.word, similarity(d.word, q.w) + similarity(d.letter_key, q.k)"
+        "    + CASE WHEN d.word LIKE q.prefix THEN 0.5 ELSE 0 END AS score"
+        "  FROM patients_nameword d WHERE d.word %% q.w OR d.letter_key %% q.k OR d.word LIKE q.prefix"
+        "  ORDER BY score DESC, d.word LIMIT %s) c), "
+        "per_word AS (SELECT p.name, c.i, max(c.score) AS best FROM candidates c "
+        "  JOIN patients_namepart p ON p.word = c.word GROUP BY p.name, c.i), "
+        "preselected AS (SELECT name FROM per_word GROUP BY name "
+        "  ORDER BY count(*) DESC, sum(best) DESC, name LIMIT %s) "
+        "SELECT n.name FROM preselected JOIN patients_patientname n USING (name) ORDER BY "
+        "similarity(n.name, %s) + strict_word_similarity(%s, n.name) + similarity(n.letter_key, %s) DESC, n.name "
+        "LIMIT %s"
     )
-    names_params = [text, text, key, text, text, key, CANDIDATE_NAMES]
+    names_params = [
+        words,
+        [letter_key(word) for word in words],
+        [like_prefix(word) for word in words],
+        CANDIDATE_WORDS,
+        PRESELECTED_NAMES,
+        text,
+        text,
+        key,
+        CANDIDATE_NAMES,
+    ]
     ranked_names = [row[0] for row in _fetch(names, names_params)]
     if not ranked_names:
         return [], 0

@@ -435,9 +435,10 @@ def test_abha_number_with_or_without_hyphens_finds_that_patient_first(client, re
 
 
 def test_search_filters_with_trigram_operators_and_ranks_with_similarity(client, reader, population):
-    """Name search runs over the dictionary of distinct names: its WHERE uses only the index-backed pg_trgm
-    operators, similarity() appears only in the ORDER BY that ranks the names, and patients are reached
-    through search_name equality (the B-tree) for the page and the count."""
+    """Name search runs over the dictionary of distinct name words: its WHERE uses only the index-backed
+    pg_trgm operators and a prefix LIKE, names are reached by word equality (the (word, name) key),
+    similarity() only scores and ranks, and patients are reached through search_name equality (the
+    B-tree) for the page and the count."""
     target = population["targets"][0]
 
     with CaptureQueriesContext(connection) as queries:
@@ -449,15 +450,13 @@ def test_search_filters_with_trigram_operators_and_ranks_with_similarity(client,
     assert len(name_queries) == 1  # the names are ranked once,
     assert len(expansions) == 2  # then expanded to the page and counted, by equality on the B-tree
     for sql in name_queries:
-        ranking_at = sql.index("row_number() OVER (ORDER BY ")
-        where_at = sql.index(" WHERE n.name ")
-        order_at = sql.index(" ORDER BY rank", where_at)
-        select_part, ranking_part, where_part = sql[:ranking_at], sql[ranking_at:where_at], sql[where_at:order_at]
+        where_at = sql.index("FROM patients_nameword d WHERE ")
+        where_part = sql[where_at : sql.index(" ORDER BY score", where_at)]
         # Interpolated for the log, the `%%` operator of the SQL template reads as `%`.
-        assert "n.name % '" in where_part
-        assert "n.name %> '" in where_part
-        assert "n.letter_key % '" in where_part
+        assert "d.word % q.w" in where_part
+        assert "d.letter_key % q.k" in where_part
+        assert "d.word LIKE q.prefix" in where_part
         assert "SIMILARITY(" not in where_part.upper()
-        assert "SIMILARITY(" not in select_part.upper()
-        assert "SIMILARITY(" in ranking_part.upper()
+        assert "JOIN patients_namepart p ON p.word = c.word" in sql
+        assert "SIMILARITY(N.NAME" in sql[sql.rindex(" ORDER BY ") :].upper()
     assert all("SIMILARITY(" not in sql.upper() for sql in expansions)

@@ -6,17 +6,15 @@ patient_search() applies the client's restriction and the list filters to it and
 
 from __future__ import annotations
 
+import json
 import uuid
-from datetime import date
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
-from django.db.models import (
-    OuterRef,
-    Prefetch,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db import connection
+from django.db.models import OuterRef, QuerySet, Subquery, TextField, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Replace, Upper
 from django.utils import timezone
 
@@ -25,7 +23,7 @@ from clinic.models import Branch
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
-from patients.models import Diagnosis, Medication, Patient, Visit
+from patients.models import Diagnosis, Patient, Visit
 from patients.search import SearchFilters
 from patients.search import search as patient_search_ids
 
@@ -60,46 +58,222 @@ def patient_get(*, client: ApiClient, ref: str) -> Patient:
     return patient
 
 
-def patient_profile(*, client: ApiClient, ref: str) -> Patient:
-    """A patient with everything the profile shows in 6 queries, however long the history: the patient
-    with its branch, then insurance, active diagnoses, allergies, current medications and visits."""
-    patients = (
-        _by_ref(visible_patients(client), ref)
-        .select_related("registration_branch")
-        .prefetch_related(
-            "insurance",
-            Prefetch("diagnoses", queryset=Diagnosis.objects.filter(status=Diagnosis.Status.ACTIVE)),
-            "allergies",
-            Prefetch(
-                "medications",
-                queryset=Medication.objects.filter(Q(end_date__isnull=True) | Q(end_date__gte=timezone.localdate())),
-            ),
-            Prefetch("visits", queryset=Visit.objects.select_related("doctor", "department", "branch")),
-        )
+# id, type, start, end (UTC ISO strings), doctor id, doctor name, department, branch id, branch time zone,
+# reason; ids as text.
+VisitRow = tuple[str, str, str, str | None, str | None, str | None, str | None, str, str, str]
+
+
+@dataclass(frozen=True)
+class PatientProfile:
+    """What the profile shows (see patient_profile). `sections` maps insurance, diagnoses, allergies and
+    medications to their entries as JSON objects, keys in the contract's order and dates as ISO strings;
+    `visits` holds one VisitRow per visit, newest first."""
+
+    patient: Patient  # with registration_branch
+    sections: dict[str, list[dict[str, Any]]]
+    visits: list[VisitRow]
+
+
+# The small sections as one JSON document, correlated to the patient row of the ORM query it annotates
+# (the outer table keeps its own name as alias). Orders as the models' Meta.ordering; json (not jsonb)
+# keeps each object's keys in the order written here.
+_SECTIONS = """
+SELECT json_build_object(
+  'insurance', (
+    SELECT coalesce(json_agg(json_build_object(
+      'provider', i.provider, 'policy_number', i.policy_number, 'valid_until', i.valid_until
+    ) ORDER BY i.provider, i.id), '[]')
+    FROM patients_insurance i WHERE i.patient_id = patients_patient.id),
+  'diagnoses', (
+    SELECT coalesce(json_agg(json_build_object(
+      'code', d.code, 'system', d.system, 'description', d.description, 'onset_date', d.onset_date,
+      'status', d.status
+    ) ORDER BY d.onset_date DESC, d.id), '[]')
+    FROM patients_diagnosis d WHERE d.patient_id = patients_patient.id AND d.status = %s),
+  'allergies', (
+    SELECT coalesce(json_agg(json_build_object(
+      'substance', a.substance, 'reaction', a.reaction, 'severity', a.severity
+    ) ORDER BY a.substance, a.id), '[]')
+    FROM patients_allergy a WHERE a.patient_id = patients_patient.id),
+  'medications', (
+    SELECT coalesce(json_agg(json_build_object(
+      'name', m.name, 'dosage', m.dosage, 'frequency', m.frequency, 'start_date', m.start_date
+    ) ORDER BY m.start_date DESC, m.id), '[]')
+    FROM patients_medication m
+    WHERE m.patient_id = patients_patient.id AND (m.end_date IS NULL OR m.end_date >= %s))
+)::text
+"""
+
+# Plain rows, not model instances: a history of 500 visits loaded with select_related made 2,000
+# instances, and Django's timestamp loader parses each value in Python; ids as text and UTC times in ISO
+# form cost the API the least to format. Orders as Visit.Meta.ordering.
+_VISITS = """
+SELECT v.id::text, v.type,
+  to_char(v.start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+  to_char(v."end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+  v.doctor_id::text, doctor.name, department.name, v.branch_id::text, branch.time_zone, v.reason
+FROM patients_visit v
+LEFT JOIN clinic_doctor doctor ON doctor.id = v.doctor_id
+LEFT JOIN clinic_department department ON department.id = v.department_id
+JOIN clinic_branch branch ON branch.id = v.branch_id
+WHERE v.patient_id = %s
+ORDER BY v.start DESC, v.id
+"""
+
+
+def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
+    """A visible patient's profile in two statements whatever its size: the patient with its branch and
+    its small sections (insurance, active diagnoses, allergies, current medications), then its visits."""
+    today = timezone.localdate()
+    sections = RawSQL(_SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField())  # noqa: S611 - fixed SQL
+    patient = (
+        _by_ref(visible_patients(client), ref).select_related("registration_branch").annotate(sections=sections).first()
     )
-    patient = patients.first()
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
-    return patient
+    with connection.cursor() as cursor:
+        cursor.execute(_VISITS, [patient.pk])
+        visits = cursor.fetchall()
+    return PatientProfile(patient=patient, sections=json.loads(patient.sections), visits=visits)
 
 
 def _last_visit_date() -> Subquery:
     return Subquery(Visit.objects.filter(patient=OuterRef("pk")).order_by("-start").values("start")[:1])
 
 
+def _list_branches(client: ApiClient, branch_id: uuid.UUID | None) -> list[uuid.UUID] | None:
+    """The branches a list covers: the client's (None: every branch), narrowed to `branch_id`."""
+    allowed = client_branch_ids(client)
+    if branch_id is None:
+        return None if allowed is None else sorted(allowed)
+    return [branch_id] if allowed is None or branch_id in allowed else []
+
+
+def _registered_since(registered_after: date) -> datetime | None:
+    """The first instant of the day after `registered_after` in the service's time zone: "registered
+    after that date" as a range on registered_at, which the indexes serve (a cast of every row to a local
+    date would not). None for the calendar's last days, after which nothing is registered (and whose
+    bounds would overflow)."""
+    if registered_after >= date.max - timedelta(days=2):
+        return None
+    following = registered_after + timedelta(days=1)
+    return datetime.combine(following, time.min, tzinfo=timezone.get_default_timezone())
+
+
+def _utc_midnight(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """Where row `offset` of a list lies: `before` rows are registered at or after `until` (None: no
+    bound), so the page starts `offset - before` rows into those registered before it."""
+
+    total: int
+    before: int = 0
+    until: datetime | None = None
+
+
+# The list's total, and the UTC day holding row `offset`. Whole UTC days are summed from RegistrationCount;
+# when `since` falls inside a UTC day, that first, partial day is counted through the order index. Filters
+# left out are NULL, which the planner folds away (parameters are bound client-side).
+_VISIBLE_COUNTS = """
+  FROM patients_registrationcount
+  WHERE day >= %(first_day)s AND (%(branches)s::uuid[] IS NULL OR branch_id = ANY(%(branches)s::uuid[]))
+"""
+_PARTIAL_DAY = """
+  (SELECT count(*) FROM patients_patient
+   WHERE registered_at >= %(since)s AND registered_at < %(first_day_start)s
+   AND (%(branches)s::uuid[] IS NULL OR registration_branch_id = ANY(%(branches)s::uuid[])))
+"""
+_TOTAL = "SELECT (SELECT coalesce(sum(registered), 0)" + _VISIBLE_COUNTS + "), " + _PARTIAL_DAY
+# The days are summed across branches once (a few thousand rows), then a running sum newest first stops
+# at the day where it passes `offset`.
+_TOTAL_AND_DAY = (
+    "WITH days AS MATERIALIZED (SELECT day, sum(registered) AS registered"  # noqa: S608 - fixed SQL
+    + _VISIBLE_COUNTS
+    + "GROUP BY day) SELECT (SELECT coalesce(sum(registered), 0) FROM days), "
+    + _PARTIAL_DAY
+    + """, located.day, located.before
+FROM (SELECT) one LEFT JOIN (
+  SELECT day, (through - registered)::bigint AS before
+  FROM (SELECT day, registered, sum(registered) OVER (ORDER BY day DESC) AS through FROM days) running
+  WHERE through > %(offset)s ORDER BY day DESC LIMIT 1
+) located ON TRUE
+"""
+)
+
+
+def _locate(branches: list[uuid.UUID] | None, since: datetime | None, offset: int) -> _Located:
+    """The list's total and where row `offset` lies, in one statement over RegistrationCount."""
+    first_day, partial_day_end = date.min, None
+    if since is not None:
+        first_day = since.astimezone(UTC).date()
+        if _utc_midnight(first_day) < since:
+            first_day += timedelta(days=1)
+            partial_day_end = _utc_midnight(first_day)
+    params = {
+        "branches": branches,
+        "first_day": first_day,
+        "since": since if partial_day_end else None,
+        "first_day_start": partial_day_end,
+        "offset": offset,
+    }
+    with connection.cursor() as cursor:
+        if offset == 0:
+            cursor.execute(_TOTAL, params)
+            whole, partial = cursor.fetchone()
+            return _Located(whole + partial)
+        cursor.execute(_TOTAL_AND_DAY, params)
+        whole, partial, day, before = cursor.fetchone()
+    total = whole + partial
+    if offset >= total:
+        return _Located(total)
+    if day is not None:
+        return _Located(total, before, _utc_midnight(day + timedelta(days=1)))
+    return _Located(total, whole, partial_day_end)  # row `offset` is in the partial first day
+
+
 def patient_list(
     *,
     client: ApiClient,
+    offset: int,
+    limit: int,
     branch_id: uuid.UUID | None = None,
     registered_after: date | None = None,
-) -> QuerySet[Patient]:
-    """Visible patients, most recently registered first."""
-    patients = visible_patients(client).annotate(last_visit_at=_last_visit_date())
-    if branch_id is not None:
-        patients = patients.filter(registration_branch_id=branch_id)
+) -> tuple[list[Patient], int]:
+    """One page of visible patients, most recently registered first, and how many there are.
+
+    Neither the total nor a deep page counts or skips every patient: both come from RegistrationCount
+    (see _locate), and the page is read with an OFFSET within one day of registrations. Its ids come from
+    the order index first, so the last visit is looked up for the page's rows only, not for skipped ones."""
+    branches = _list_branches(client, branch_id)
+    if branches == []:
+        return [], 0
+    since = None
     if registered_after is not None:
-        patients = patients.filter(registered_at__date__gt=registered_after)
-    return patients.select_related("registration_branch").order_by("-registered_at", "id")
+        since = _registered_since(registered_after)
+        if since is None:
+            return [], 0
+    located = _locate(branches, since, offset)
+    if offset >= located.total:
+        return [], located.total
+    rows = visible_patients(client)
+    if branch_id is not None:
+        rows = rows.filter(registration_branch_id=branch_id)
+    if since is not None:
+        rows = rows.filter(registered_at__gte=since)
+    if located.until is not None:
+        rows = rows.filter(registered_at__lt=located.until)
+    start = offset - located.before
+    page_ids = rows.order_by("-registered_at", "id").values("id")[start : start + limit]
+    page = (
+        Patient.objects.filter(id__in=page_ids)
+        .select_related("registration_branch")
+        .annotate(last_visit_at=_last_visit_date())
+        .order_by("-registered_at", "id")
+    )
+    return list(page), located.total
 
 
 def patient_search(

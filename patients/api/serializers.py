@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 from rest_framework import serializers
@@ -12,6 +13,7 @@ from rest_framework.fields import empty
 from clinic.api.serializers import StrictSerializer
 from patients.identifiers import normalise_aadhaar, normalise_abha, normalise_phone
 from patients.models import Patient
+from patients.selectors import PatientProfile, VisitRow
 
 EARLIEST_BIRTH_DATE = date(1900, 1, 1)
 
@@ -118,8 +120,9 @@ def patient_summary(patient: Patient, today: date) -> dict[str, Any]:
     }
 
 
-def patient_profile(patient: Patient, today: date) -> dict[str, Any]:
+def patient_profile(profile: PatientProfile, today: date) -> dict[str, Any]:
     """The profile of CONTRACT section 5; the national ID only ever leaves masked."""
+    patient = profile.patient
     branch_zone = patient.registration_branch.zone
     return {
         "id": str(patient.id),
@@ -146,51 +149,34 @@ def patient_profile(patient: Patient, today: date) -> dict[str, Any]:
             "patient_id": patient.patient_id,
             "national_health_id": patient.national_health_id,
             "national_id_masked": patient.national_id_masked,
-            "insurance": [
-                {
-                    "provider": entry.provider,
-                    "policy_number": entry.policy_number,
-                    "valid_until": entry.valid_until.isoformat() if entry.valid_until else None,
-                }
-                for entry in patient.insurance.all()
-            ],
+            "insurance": profile.sections["insurance"],
         },
         "medical_summary": {
-            "diagnoses": [
-                {
-                    "code": d.code,
-                    "system": d.system,
-                    "description": d.description,
-                    "onset_date": d.onset_date.isoformat() if d.onset_date else None,
-                    "status": d.status,
-                }
-                for d in patient.diagnoses.all()
-            ],
-            "allergies": [
-                {"substance": a.substance, "reaction": a.reaction, "severity": a.severity}
-                for a in patient.allergies.all()
-            ],
-            "medications": [
-                {
-                    "name": m.name,
-                    "dosage": m.dosage,
-                    "frequency": m.frequency,
-                    "start_date": m.start_date.isoformat() if m.start_date else None,
-                }
-                for m in patient.medications.all()
-            ],
+            "diagnoses": profile.sections["diagnoses"],
+            "allergies": profile.sections["allergies"],
+            "medications": profile.sections["medications"],
         },
-        "visit_history": [
-            {
-                "id": str(v.id),
-                "type": v.type,
-                "start": _local(v.start, v.branch.zone),
-                "end": _local(v.end, v.branch.zone),
-                "doctor": {"id": str(v.doctor.id), "name": v.doctor.name} if v.doctor else None,
-                "department": v.department.name if v.department else None,
-                "branch_id": str(v.branch_id),
-                "reason": v.reason,
-            }
-            for v in patient.visits.all()
-        ],
+        "visit_history": _visit_history(profile.visits),
     }
+
+
+def _visit_history(visits: list[VisitRow]) -> list[dict[str, Any]]:
+    """Each visit's times in its own branch's zone. Plain dicts from rows: a serializer per visit, or a
+    model instance, was most of a long history's cost."""
+    zones: dict[str, ZoneInfo] = {}
+    history = []
+    for visit_id, kind, start, end, doctor_id, doctor_name, department, branch_id, time_zone, reason in visits:
+        zone = zones.get(time_zone) or zones.setdefault(time_zone, ZoneInfo(time_zone))
+        history.append(
+            {
+                "id": visit_id,
+                "type": kind,
+                "start": datetime.fromisoformat(start).astimezone(zone).isoformat(),
+                "end": datetime.fromisoformat(end).astimezone(zone).isoformat() if end else None,
+                "doctor": {"id": doctor_id, "name": doctor_name} if doctor_id else None,
+                "department": department,
+                "branch_id": branch_id,
+                "reason": reason,
+            }
+        )
+    return history

@@ -56,9 +56,11 @@ class PatientListCreateView(ClinicAPIView):
             found, total = selectors.patient_search(
                 client=self.api_client, search=search, offset=pagination.offset, limit=pagination.per_page, **filters
             )
-            page = pagination.use_page(found, total)
         else:
-            page = pagination.paginate(selectors.patient_list(client=self.api_client, **filters))
+            found, total = selectors.patient_list(
+                client=self.api_client, offset=pagination.offset, limit=pagination.per_page, **filters
+            )
+        page = pagination.use_page(found, total)
         self.audit_patients(patient.id for patient in page)
         today = timezone.localdate()
         return pagination.response([patient_summary(patient, today) for patient in page])
@@ -108,9 +110,9 @@ class PatientDetailView(ClinicAPIView):
         examples=[schema.PROFILE_EXAMPLE],
     )
     def get(self, request: Request, id: str) -> Response:
-        patient = selectors.patient_profile(client=self.api_client, ref=id)
-        self.audit_patients([patient.id])
-        return Response(patient_profile(patient, timezone.localdate()))
+        profile = selectors.patient_profile(client=self.api_client, ref=id)
+        self.audit_patients([profile.patient.id])
+        return Response(patient_profile(profile, timezone.localdate()))
 
     @extend_schema(
         operation_id="patients_partial_update",

@@ -45,7 +45,8 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- Blocks writers until this migration commits, so the backfill below misses nothing and counts nothing twice.
+-- Blocks writers until this migration commits, so BACKFILL (run next, in the same transaction) misses
+-- nothing and counts nothing twice.
 LOCK TABLE patients_patient IN SHARE ROW EXCLUSIVE MODE;
 
 CREATE TRIGGER patients_count_inserted AFTER INSERT ON patients_patient
@@ -57,7 +58,9 @@ REFERENCING OLD TABLE AS old_patients NEW TABLE AS new_patients
 FOR EACH STATEMENT EXECUTE FUNCTION patients_count_registrations();
 CREATE TRIGGER patients_count_truncated AFTER TRUNCATE ON patients_patient
 FOR EACH STATEMENT EXECUTE FUNCTION patients_forget_registrations();
+"""
 
+BACKFILL = """
 INSERT INTO patients_registrationcount (day, branch_id, registered)
 SELECT (registered_at AT TIME ZONE 'UTC')::date, registration_branch_id, count(*)
 FROM patients_patient GROUP BY 1, 2;
@@ -99,5 +102,5 @@ class Migration(migrations.Migration):
                 ("registered", models.IntegerField()),
             ],
         ),
-        migrations.RunSQL(COUNT_REGISTRATIONS, DROP_COUNT_REGISTRATIONS),
+        migrations.RunSQL(COUNT_REGISTRATIONS + BACKFILL, DROP_COUNT_REGISTRATIONS),
     ]

@@ -141,6 +141,17 @@ def _last_visit_date() -> Subquery:
     return Subquery(Visit.objects.filter(patient=OuterRef("pk")).order_by("-start").values("start")[:1])
 
 
+def _summaries() -> QuerySet[Patient]:
+    """Patients with only what a list summary shows (api.serializers.patient_summary), their branch's time
+    zone and their last visit."""
+    fields = ("patient_id", "first_name", "last_name", "phone", "gender", "date_of_birth")
+    return (
+        Patient.objects.select_related("registration_branch")
+        .only(*fields, "registration_branch__time_zone")
+        .annotate(last_visit_at=_last_visit_date())
+    )
+
+
 def _list_branches(client: ApiClient, branch_id: uuid.UUID | None) -> list[uuid.UUID] | None:
     """The branches a list covers: the client's (None: every branch), narrowed to `branch_id`."""
     allowed = client_branch_ids(client)
@@ -267,13 +278,7 @@ def patient_list(
         rows = rows.filter(registered_at__lt=located.until)
     start = offset - located.before
     page_ids = rows.order_by("-registered_at", "id").values("id")[start : start + limit]
-    page = (
-        Patient.objects.filter(id__in=page_ids)
-        .select_related("registration_branch")
-        .annotate(last_visit_at=_last_visit_date())
-        .order_by("-registered_at", "id")
-    )
-    return list(page), located.total
+    return list(_summaries().filter(id__in=page_ids).order_by("-registered_at", "id")), located.total
 
 
 def patient_search(
@@ -290,12 +295,7 @@ def patient_search(
         branch_ids=client_branch_ids(client), branch_id=branch_id, registered_after=registered_after
     )
     ids, total = patient_search_ids(search, filters, offset=offset, limit=limit)
-    found = {
-        patient.id: patient
-        for patient in Patient.objects.filter(id__in=ids)
-        .select_related("registration_branch")
-        .annotate(last_visit_at=_last_visit_date())
-    }
+    found = {patient.id: patient for patient in _summaries().filter(id__in=ids)}
     return [found[patient_id] for patient_id in ids if patient_id in found], total
 
 

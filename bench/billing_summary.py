@@ -1,12 +1,15 @@
 """Financial summary latency over N generated invoices (default 100,000), concurrency 1.
 
     .venv/bin/python bench/billing_summary.py [--invoices 100000] [--runs 30] [--explain]
+                                              [--database clinic_bench_billing] [--existing] [--no-http]
 
-Uses its own database (clinic_bench_billing). Invoices (about 3 lines each, payments on the finalized
-ones) are generated with billing.tax's arithmetic and loaded with COPY, with numbers, statuses and paid
-sums that satisfy every constraint. Times billing.selectors.billing_summary in-process and
-GET /api/v1/billing/summary under gunicorn, for one branch and one month and for all branches and one
-year, as p50/p95 over --runs calls after a warm-up.
+Uses its own database (clinic_bench_billing, or --database). With --existing it measures the data already
+there (e.g. a copy of the generate_scale_data database) and generates nothing. Invoices (about 3 lines
+each, payments on the finalized ones) are generated with billing.tax's arithmetic and loaded with COPY,
+with numbers, statuses and paid sums that satisfy every constraint. Times billing.selectors.billing_summary
+in-process, the same SQL statements replayed through psycopg (the raw-SQL limit), and
+GET /api/v1/billing/summary under gunicorn (unless --no-http), for one branch and for all branches over a
+month and a year, as p50/p95 over --runs calls after a warm-up.
 """
 
 from __future__ import annotations
@@ -232,6 +235,8 @@ def cases() -> list[tuple[str, dict[str, Any]]]:
         ("one branch, one year", {"date_from": date(2025, 4, 1), "date_to": date(2026, 3, 31), "branch_id": blr.id}),
         ("all branches, one month", {"date_from": date(2026, 10, 1), "date_to": date(2026, 10, 31)}),
         ("all branches, one year", {"date_from": date(2025, 4, 1), "date_to": date(2026, 3, 31)}),
+        # As bench/scale_workload.py asks: 366 days to "today", starting and ending mid-month.
+        ("all branches, 2025-11-20 to 2026-11-20", {"date_from": date(2025, 11, 20), "date_to": date(2026, 11, 20)}),
     ]
 
 
@@ -255,6 +260,26 @@ def explain(params: dict[str, Any]) -> None:
             print("\n".join(row[0] for row in cursor.fetchall()), end="\n\n")
 
 
+def raw_sql(params: dict[str, Any]) -> Callable[[], Any]:
+    """The statements one selector call runs, replayed through psycopg without Django."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        in_process(params)()
+    statements = [query["sql"] for query in captured.captured_queries]
+    raw = connection.connection
+    assert raw is not None
+
+    def call() -> None:
+        with raw.cursor() as cursor:
+            for sql in statements:
+                cursor.execute(sql.encode())
+                cursor.fetchall()
+
+    return call
+
+
 def in_process(params: dict[str, Any]) -> Callable[[], Any]:
     from billing.selectors import billing_summary
     from integrations.models import ApiClient
@@ -273,23 +298,31 @@ def main() -> int:
     parser.add_argument("--invoices", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument("--database", default="clinic_bench_billing")
+    parser.add_argument("--existing", action="store_true", help="Measure the data already there; generate nothing.")
+    parser.add_argument("--no-http", action="store_true", help="Skip the API under gunicorn.")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
-    server = prepare(database="clinic_bench_billing")
+    server = prepare(database=args.database)
     import django
 
     django.setup()
     from billing.models import Invoice
 
     missing = args.invoices - Invoice.objects.count()
-    if missing > 0:
+    if missing > 0 and not args.existing:
         generate(missing)
-    print(f"{Invoice.objects.count()} invoices in clinic_bench_billing")
+    print(f"{Invoice.objects.count()} invoices in {args.database}; load average {os.getloadavg()}")
     rows = [measure(f"billing_summary() {label}", in_process(params), args.runs) for label, params in cases()]
+    rows += [measure(f"raw SQL (psycopg) {label}", raw_sql(params), args.runs) for label, params in cases()]
     if args.explain:
         for label, params in cases():
             print(f"--- {label}")
             explain(params)
+    if args.no_http:
+        del server
+        write(f"billing_summary_{args.database}", rows)
+        return 0
     client = bench_client("billing:read")
     with gunicorn() as base:
         session = requests.Session()
@@ -305,7 +338,7 @@ def main() -> int:
             measure(f"GET /api/v1/billing/summary {label}", over_http(params), args.runs) for label, params in cases()
         ]
     del server
-    write(f"billing_summary_{args.invoices}", rows)
+    write(f"billing_summary_{args.database if args.existing else args.invoices}", rows)
     return 0
 
 

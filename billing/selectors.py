@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import calendar
 import uuid
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, Value
+from django.db.models import DecimalField, F, Prefetch, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from billing.models import BILLED_STATUSES, Invoice, LineItem, Payment
+from billing.models import Invoice, InvoiceRollup, LineItem, LineRollup, Payment, PaymentRollup, RollupPeriod
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Department
 from clinic.selectors import client_branch_ids
@@ -109,27 +110,30 @@ def billing_summary(
         if branches is not None and branch_id not in branches:
             raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
         branches = frozenset({branch_id})
-    # Each figure is one scan of one covering index: lines and payments carry their invoice's branch, date
-    # and billed flag (kept by triggers, migration 0003), so neither is joined to the invoices.
-    billed = Invoice.objects.filter(date__gte=date_from, date__lte=date_to, status__in=BILLED_STATUSES)
-    payments = Payment.objects.filter(payment_date__gte=date_from, payment_date__lte=date_to)
-    lines = LineItem.objects.filter(billed=True, invoice_date__gte=date_from, invoice_date__lte=date_to)
+    # Each figure sums the rollups of its range (billing.models, migration 0004), kept exact by triggers in
+    # the transaction of every change: a query sees in its snapshot what aggregating the rows would.
+    periods = rollup_periods(date_from, date_to)
+    invoices = InvoiceRollup.objects.filter(periods)
+    payments = PaymentRollup.objects.filter(periods)
+    lines = LineRollup.objects.filter(periods)
     if branches is not None:
-        billed = billed.filter(branch_id__in=branches)
+        invoices = invoices.filter(branch_id__in=branches)
         payments = payments.filter(branch_id__in=branches)
         lines = lines.filter(branch_id__in=branches)
-    totals = billed.aggregate(
-        total_billed=Coalesce(Sum("grand_total"), _ZERO),
-        total_outstanding=Coalesce(Sum(F("grand_total") - F("paid")), _ZERO),
+    totals = invoices.aggregate(
+        total_billed=Coalesce(Sum("billed"), _ZERO),
+        total_outstanding=Coalesce(Sum(F("billed") - F("paid")), _ZERO),
     )
     by_mode = {mode: Decimal("0.00") for mode in Payment.Mode.values}
     for row in payments.order_by().values("payment_mode").annotate(total=Sum("amount")):
         by_mode[row["payment_mode"]] = row["total"]
-    # Summed per department id and named afterwards: no join to the departments for every line.
+    # A department is listed when it has a billed line in the range, even one worth 0.00 (rows whose
+    # invoices were all cancelled count none). Named afterwards: no join to the departments per row.
     by_department = dict(
         lines.order_by()
         .values("department_id")
-        .annotate(total=Sum("taxable_amount"))
+        .annotate(total=Sum("taxable"), line_count=Sum("lines"))
+        .filter(line_count__gt=0)
         .values_list("department_id", "total")
     )
     names = dict(Department.objects.filter(id__in=by_department).values_list("id", "name")) if by_department else {}
@@ -140,3 +144,26 @@ def billing_summary(
         "collection_by_mode": by_mode,
         "revenue_by_department": dict(sorted((names[key], total) for key, total in by_department.items())),
     }
+
+
+def _month_start(index: int) -> date:
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def rollup_periods(date_from: date, date_to: date) -> Q:
+    """The rollup rows that make up [date_from, date_to] exactly, each day once: the calendar months wholly
+    inside it from the month rows, the days before and after those months from the day rows. (Months are
+    counted as year * 12 + month - 1, so that no date past date.max is ever formed.)"""
+    first_month = date_from.year * 12 + date_from.month - 1 + (date_from.day > 1)
+    last_day_of_month = calendar.monthrange(date_to.year, date_to.month)[1]
+    last_month = date_to.year * 12 + date_to.month - 1 - (date_to.day < last_day_of_month)
+    day = RollupPeriod.DAY
+    if first_month > last_month:
+        return Q(period=day, period_start__gte=date_from, period_start__lte=date_to)
+    months_from = _month_start(first_month)
+    periods = Q(period=RollupPeriod.MONTH, period_start__gte=months_from, period_start__lte=_month_start(last_month))
+    if date_from < months_from:
+        periods |= Q(period=day, period_start__gte=date_from, period_start__lt=months_from)
+    if date_to.day < last_day_of_month:
+        periods |= Q(period=day, period_start__gte=date_to.replace(day=1), period_start__lte=date_to)
+    return periods

@@ -19,7 +19,7 @@ CREATE INDEX patients_nameword_trgm ON patients_nameword USING gin (word gin_trg
 CREATE INDEX patients_nameword_letters_trgm ON patients_nameword USING gin (letter_key gin_trgm_ops);
 CREATE TABLE patients_namepart (
   word text NOT NULL,
-  name varchar(201) NOT NULL REFERENCES patients_patientname (name) ON DELETE CASCADE,
+  name varchar(201) NOT NULL,
   PRIMARY KEY (word, name)
 );
 
@@ -37,6 +37,16 @@ END $$;
 CREATE TRIGGER patients_record_name_words AFTER INSERT ON patients_patientname
 FOR EACH ROW EXECUTE FUNCTION patients_record_name_words();
 
+-- No foreign key to the dictionary: Django's flush (tests) truncates the tables it has models for, and a
+-- key from this model-less table would refuse that. Emptying the dictionary empties the words instead.
+CREATE FUNCTION patients_forget_name_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE patients_namepart, patients_nameword;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER patients_forget_name_words AFTER TRUNCATE ON patients_patientname
+FOR EACH STATEMENT EXECUTE FUNCTION patients_forget_name_words();
+
 INSERT INTO patients_nameword (word, letter_key)
 SELECT DISTINCT w, patients_letter_key(w) FROM patients_patientname, regexp_split_to_table(btrim(name), '\s+') AS w
 WHERE w <> '';
@@ -47,6 +57,8 @@ ANALYZE patients_namepart;
 """
 
 DROP = """
+DROP TRIGGER IF EXISTS patients_forget_name_words ON patients_patientname;
+DROP FUNCTION IF EXISTS patients_forget_name_words();
 DROP TRIGGER IF EXISTS patients_record_name_words ON patients_patientname;
 DROP FUNCTION IF EXISTS patients_record_name_words();
 DROP TABLE IF EXISTS patients_namepart;

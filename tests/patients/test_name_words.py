@@ -115,3 +115,14 @@ def test_a_search_takes_a_fixed_number_of_queries(client, reader, django_assert_
 
     with django_assert_num_queries(queries):
         assert names_found(client, reader, text)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_emptying_the_name_dictionary_empties_the_words():
+    """Django's flush truncates the dictionary between transactional tests; the words follow it."""
+    PatientFactory(first_name="Zoya", last_name="Qureshi")
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE patients_patient, patients_patientname CASCADE")
+
+    assert rows("SELECT word FROM patients_nameword") == set()
+    assert rows("SELECT word FROM patients_namepart") == set()

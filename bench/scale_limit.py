@@ -37,7 +37,7 @@ def capture(calls: list[Call], *, writes: bool, expected_status: int, host: str)
             statements.append(connection.ops.last_executed_query(context["cursor"].cursor, sql, params))
             return result
 
-        extra = {}
+        extra: dict[str, Any] = {}
         content_type = "application/octet-stream"
         for name, value in call.headers:
             if name.lower() == "content-type":

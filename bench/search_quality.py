@@ -60,7 +60,7 @@ def measure(base: str, bearer_token: str, queries: list[dict[str, Any]]) -> dict
     session = requests.Session()
     headers = {"Authorization": f"Bearer {bearer_token}"}
     found: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # name hits, all, patient hits, eligible
-    misses = []
+    misses: list[dict[str, Any]] = []
     for q in queries:
         response = session.get(
             f"{base}/api/v1/patients", params={"search": q["query"], "per_page": 10}, headers=headers

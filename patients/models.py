@@ -243,20 +243,15 @@ class RegistrationCount(models.Model):
 
 class PatientName(models.Model):
     """Every distinct patient search_name, kept by a trigger on patients_patient (so bulk loads and the
-    admin keep it too). Names repeat heavily in a register; fuzzy search ranks these few thousand
-    distinct names, then expands the best ones to patients through an index (see patients.search).
-    Names are never deleted: a name nobody has any more only costs a candidate slot."""
+    admin keep it too). Names repeat heavily in a register; fuzzy search finds candidate names through
+    their words (patients_nameword and patients_namepart, migration 0006), ranks them here by primary key,
+    then expands the best ones to patients through an index (see patients.search). Names are never
+    deleted: a name nobody has any more only costs a candidate slot."""
 
     name = models.CharField(max_length=201, primary_key=True)
     # Each word's letters sorted ("priya sharma" -> "aipry aahmrs"): a swap of two adjacent letters
     # leaves it unchanged, which plain trigrams score poorly. Computed by patients_letter_key().
     letter_key = models.CharField(max_length=201)
-
-    class Meta:
-        indexes = [
-            GinIndex(OpClass("name", name="gin_trgm_ops"), name="patientname_trgm"),
-            GinIndex(OpClass("letter_key", name="gin_trgm_ops"), name="patientname_letters_trgm"),
-        ]
 
     def __str__(self) -> str:
         return self.name

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -56,8 +57,38 @@ TARGETS: list[tuple[str, str, float, str]] = [
 ]
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds used so far by the service's processes, grouped: gunicorn (app), PostgreSQL (db),
+    Redis, anything else (other); wrk is counted through the children's rusage (load)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    groups = {"app": 0.0, "db": 0.0, "redis": 0.0, "other": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            raw = stat.read_text()
+            cmdline = stat.with_name("cmdline").read_bytes()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        used = (int(fields[11]) + int(fields[12])) / ticks
+        group = (
+            "app"
+            if b"gunicorn" in cmdline
+            else "db"
+            if name.startswith("postgres")
+            else "redis"
+            if name.startswith("redis")
+            else "other"
+        )
+        groups[group] += used
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    groups["load"] = children.ru_utime + children.ru_stime
+    return groups
+
+
 def run_wrk(base: str, calls: list[Any], concurrency: int, duration: int) -> dict[str, Any]:
     threads = 1 if concurrency == 1 else 2
+    before = cpu_seconds()
     with tempfile.TemporaryDirectory() as tmp:
         requests_file = Path(tmp, "requests.tsv")
         requests_file.write_text("\n".join(call.line() for call in calls) + "\n")
@@ -72,8 +103,12 @@ def run_wrk(base: str, calls: list[Any], concurrency: int, duration: int) -> dic
             env={**os.environ, "WRK_RESULT_FILE": str(result_file)},
         )
         raw = json.loads(result_file.read_text())
+    after = cpu_seconds()
     seconds = raw["duration_us"] / 1e6
+    requests = max(raw["requests"], 1)
     return {
+        # CPU milliseconds per request by group: what bounds throughput on a machine this size.
+        "cpu_ms_per_request": {k: round((after[k] - before[k]) * 1000 / requests, 2) for k in after},
         "requests": raw["requests"],
         "rps": round(raw["requests"] / seconds, 1),
         "p50_ms": round(raw["latency_us"]["p50"] / 1000, 2),
@@ -200,6 +235,16 @@ def markdown(
             f"| {c16['rps']} | {c16['p50_ms']} | {c16['p95_ms']} | {c16['p99_ms']} "
             f"| {row['queries']} | {row['limit']['p50_ms']} | {row['ratio']} |"
         )
+    out += [
+        "",
+        "CPU ms per request at concurrency 16 (app: gunicorn workers; db: PostgreSQL; load: wrk): "
+        + "; ".join(
+            f"{name} {row['c16']['cpu_ms_per_request']['app']}/{row['c16']['cpu_ms_per_request']['db']}"
+            f"/{row['c16']['cpu_ms_per_request']['load']}"
+            for name, row in rows.items()
+        )
+        + " (app/db/load).",
+    ]
     out += [
         "",
         "Latencies in ms, measured by wrk at the client. *queries*: statements per request (mean over the "

@@ -179,6 +179,7 @@ def machine(url: str) -> dict[str, Any]:
         "cores": os.cpu_count(),
         "memory_gb": round(memory_kb / 1024 / 1024, 1),
         "python": platform.python_version(),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "postgresql": settings,
         "database_size": size,
         "rows": counts,
@@ -221,7 +222,7 @@ def markdown(
         f"`bench/scale.py`, commit {meta['commit']}, {meta['date']}. {meta['cpu']}, {meta['cores']} cores, "
         f"{meta['memory_gb']} GB; PostgreSQL {pg['server_version']} (shared_buffers {pg['shared_buffers']}, "
         f"work_mem {pg['work_mem']}); database {meta['database_size']}; gunicorn {meta['gunicorn']}; "
-        f"wrk, {meta['duration_s']} s per run.",
+        f"wrk, {meta['duration_s']} s per run; load average at the end {meta['load_average_at_end']}.",
         "",
         "Rows: " + ", ".join(f"{table} {count:,}" for table, count in meta["rows"].items()) + ".",
         "",

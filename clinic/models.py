@@ -53,12 +53,23 @@ class Branch(TimeStampedModel):
     pincode = models.CharField(max_length=6, blank=True, validators=[RegexValidator(r"^\d{6}$", "Six digits.")])
     phone = models.CharField(max_length=20, blank=True)
     is_active = models.BooleanField(default=True)
+    is_head_office = models.BooleanField(
+        default=False,
+        help_text="The organisation's head office: where API clients of several branches register patients "
+        "that arrive without a branch_id (unless the client has a default registration branch).",
+    )
 
     class Meta:
         ordering = ["code"]
         verbose_name_plural = "branches"
         constraints = [
             models.CheckConstraint(condition=models.Q(code__regex=r"^[A-Z0-9]{2,10}$"), name="branch_code_format"),
+            models.UniqueConstraint(
+                fields=["is_head_office"],
+                condition=models.Q(is_head_office=True),
+                name="branch_one_head_office",
+                violation_error_message="Another branch is already the head office.",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -63,6 +63,16 @@ class ApiClient(AbstractApplication):
         related_name="api_clients",
         help_text="Branches whose data this client may see. None selected: every branch.",
     )
+    default_branch = models.ForeignKey(
+        Branch,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name="default registration branch",
+        help_text="Where patients registered without a branch_id go, for a client of several branches. "
+        "Empty: the head-office branch.",
+    )
     ip_allowlist = ArrayField(
         models.CharField(max_length=50, validators=[validate_network]),
         default=list,
@@ -148,6 +158,12 @@ class AuditLogEntry(models.Model):
     request_id = models.CharField(max_length=128, db_index=True)
     patient_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     user_agent = models.CharField(max_length=200, blank=True)
+    actor = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Who acted when it is not an authenticated API client: staff:<username> for the admin, "
+        "client-id-tried:<client_id> for a refused token exchange.",
+    )
 
     class Meta:
         verbose_name = "audit log entry"

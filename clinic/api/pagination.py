@@ -18,8 +18,13 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
 
+# Pages past this are refused (400) rather than sent to PostgreSQL: OFFSET is a bigint, and a page such as
+# 10**18 overflowed it (a 500). A billion pages of 100 is far beyond any list this service holds.
+MAX_PAGE = 1_000_000_000
+
+
 class PageParams(serializers.Serializer):
-    page = serializers.IntegerField(min_value=1, default=1)
+    page = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=1)
     per_page = serializers.IntegerField(
         min_value=1, max_value=settings.API_PAGE_SIZE_MAX, default=settings.API_PAGE_SIZE_DEFAULT
     )

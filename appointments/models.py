@@ -150,7 +150,7 @@ class Appointment(TimeStampedModel):
         Visit,
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,  # visits are never deleted (CONTRACT section 11)
         related_name="appointment",
         help_text="The outpatient visit added to the patient's history when the appointment was completed.",
     )
@@ -213,7 +213,7 @@ class AppointmentChange(models.Model):
         TOKEN_RENUMBERED = "token_renumbered"  # noqa: S105 - a history kind, not a secret
 
     id = models.BigAutoField(primary_key=True)
-    appointment = models.ForeignKey(Appointment, on_delete=models.CASCADE, related_name="changes")
+    appointment = models.ForeignKey(Appointment, on_delete=models.PROTECT, related_name="changes")
     version = models.PositiveIntegerField(help_text="The appointment's version after this change.")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     at = models.DateTimeField()

@@ -172,7 +172,7 @@ class LineItem(models.Model):
     the computed figures follow billing.tax and are written by the services only."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="line_items")
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="line_items")
     position = models.PositiveSmallIntegerField(default=0, help_text="Order of the line on the invoice.")
     service = models.ForeignKey(
         BillableService, on_delete=models.PROTECT, null=True, blank=True, related_name="line_items"

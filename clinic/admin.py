@@ -1,7 +1,10 @@
+from typing import Any
+
 from django.contrib import admin
 from django.db.models import Count
+from django.http import HttpRequest
 
-from clinic.models import Branch, Department, Doctor
+from clinic.models import Branch, Department, Doctor, RecordChange
 
 
 @admin.register(Branch)
@@ -45,3 +48,29 @@ class DoctorAdmin(admin.ModelAdmin):
     @admin.display(description="branches")
     def branch_codes(self, obj: Doctor) -> str:
         return ", ".join(branch.code for branch in obj.branches.all())
+
+
+@admin.register(RecordChange)
+class RecordChangeAdmin(admin.ModelAdmin):
+    """Read-only: the history of clinical and financial records as staff changed them (CONTRACT
+    section 11). Insert-only in the database too."""
+
+    list_display = ["at", "actor", "content_type", "object_id", "action", "patient_id", "reason"]
+    list_filter = ["action", "content_type"]
+    list_select_related = ["content_type"]
+    search_fields = ["=object_id", "=patient_id", "actor"]
+    date_hierarchy = "at"
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        # The record pages link here filtered by object_id or patient_id.
+        return lookup in {"object_id", "patient_id"} or super().lookup_allowed(lookup, value, request)

@@ -33,9 +33,37 @@ def reason_confirmation(
 ) -> str | TemplateResponse:
     """The reason once staff confirmed with one; until then the confirmation page (re-shown with the
     form's errors when the reason is missing)."""
-    form = ReasonForm(request.POST if "confirm" in request.POST else None)
+    confirmed = form_confirmation(
+        modeladmin,
+        request,
+        queryset,
+        form_class=ReasonForm,
+        action=action,
+        title=title,
+        intro=intro,
+        submit_label=submit_label,
+        describe=describe,
+    )
+    return confirmed if isinstance(confirmed, TemplateResponse) else str(confirmed["reason"])
+
+
+def form_confirmation(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    *,
+    form_class: type[forms.Form],
+    action: str,
+    title: str,
+    intro: str,
+    submit_label: str,
+    describe: Callable[[Any], str] = str,
+) -> dict[str, Any] | TemplateResponse:
+    """The cleaned form once staff confirmed with a valid one (a reason, a merge target...); until then the
+    confirmation page, re-shown with the form's errors."""
+    form = form_class(request.POST if "confirm" in request.POST else None)
     if form.is_valid():
-        return str(form.cleaned_data["reason"])
+        return form.cleaned_data
     rows: list[Model] = list(queryset)
     return TemplateResponse(
         request,

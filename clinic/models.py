@@ -134,3 +134,69 @@ class Doctor(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+class EnteredInErrorModel(models.Model):
+    """A clinical record that is never deleted (CONTRACT section 11): a row entered in error is marked so,
+    with who, when and why, drops out of profiles and summaries, and stays readable to staff. Marked only
+    through clinic.records.clinical_record_mark_entered_in_error. Each concrete model adds
+    entered_in_error_constraint() to its Meta.constraints (an abstract Meta's constraints would be lost
+    by models that declare their own Meta)."""
+
+    entered_in_error = models.BooleanField(default=False, db_default=False)
+    entered_in_error_at = models.DateTimeField(null=True, blank=True, editable=False)
+    entered_in_error_by = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False, help_text='"staff:<username>"'
+    )
+    entered_in_error_reason = models.CharField(max_length=500, blank=True, default="", db_default="", editable=False)
+
+    class Meta:
+        abstract = True
+
+
+def entered_in_error_constraint(name: str) -> models.CheckConstraint:
+    """The marker's four fields are set together, with a non-blank actor and reason, or not at all."""
+    unmarked = models.Q(
+        entered_in_error=False, entered_in_error_at__isnull=True, entered_in_error_by="", entered_in_error_reason=""
+    )
+    marked = models.Q(
+        entered_in_error=True,
+        entered_in_error_at__isnull=False,
+        entered_in_error_by__regex=r"\S",
+        entered_in_error_reason__regex=r"\S",
+    )
+    return models.CheckConstraint(condition=unmarked | marked, name=name)
+
+
+class RecordChange(models.Model):
+    """The history of a clinical or financial record as staff changed it in the admin, and of the marks
+    that replace deletion (entered in error, deactivation, merge): who, when, and each field's old and new
+    value. Insert-only; national IDs appear masked, never in clear (clinic.records.record_change_write)."""
+
+    class Action(models.TextChoices):
+        ADDED = "added"
+        CHANGED = "changed"
+        ENTERED_IN_ERROR = "entered_in_error"
+        DEACTIVATED = "deactivated"
+        MERGED = "merged"
+
+    id = models.BigAutoField(primary_key=True)
+    content_type = models.ForeignKey("contenttypes.ContentType", on_delete=models.PROTECT, related_name="+")
+    object_id = models.CharField(max_length=64)
+    # The patient the record belongs to, so a patient's whole history is one indexed filter.
+    patient_id = models.UUIDField(null=True, blank=True)
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200, help_text='"staff:<username>" or "system".')
+    action = models.CharField(max_length=20, choices=Action.choices)
+    changes = models.JSONField(default=dict, blank=True, help_text='{"field": [old, new]}')
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["content_type", "object_id", "-at"], name="record_change_object"),
+            models.Index(fields=["patient_id", "-at"], name="record_change_patient"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.content_type_id}:{self.object_id} {self.action} by {self.actor}"

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Value
 from django.db.models.functions import Replace, Upper
 
-from clinic.models import Branch, Department, Doctor, TimeStampedModel
+from clinic.models import Branch, Department, Doctor, EnteredInErrorModel, TimeStampedModel, entered_in_error_constraint
 
 
 class Patient(models.Model):
@@ -59,6 +59,13 @@ class Patient(models.Model):
     is_active = models.BooleanField(
         default=True, help_text="Inactive (merged or erroneous) records are not duplicates."
     )
+    # Patients are never deleted (CONTRACT section 11): a duplicate registration is merged into the record
+    # that survives (patients.services.patient_merge). The source keeps its rows; the API resolves its ids
+    # to the survivor, whose profile includes them (FHIR Patient.link "replaced-by").
+    merged_into = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, editable=False, related_name="merged_patients"
+    )
+    merged_at = models.DateTimeField(null=True, blank=True, editable=False)
     registered_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -89,6 +96,15 @@ class Patient(models.Model):
             models.CheckConstraint(
                 condition=models.Q(gender__in=["male", "female", "other", "unknown"]), name="patient_gender_valid"
             ),
+            # A merged record is inactive, not merged into itself, and says when it was merged.
+            models.CheckConstraint(
+                condition=models.Q(merged_into__isnull=True, merged_at__isnull=True)
+                | (
+                    models.Q(merged_into__isnull=False, merged_at__isnull=False, is_active=False)
+                    & ~models.Q(merged_into=models.F("id"))
+                ),
+                name="patient_merge_consistent",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -117,7 +133,7 @@ class Patient(models.Model):
 
 class Insurance(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="insurance")
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="insurance")
     provider = models.CharField(max_length=100)
     policy_number = models.CharField(max_length=50)
     valid_until = models.DateField(null=True, blank=True)
@@ -130,14 +146,14 @@ class Insurance(models.Model):
         return f"{self.provider} {self.policy_number}"
 
 
-class Diagnosis(TimeStampedModel):
+class Diagnosis(EnteredInErrorModel, TimeStampedModel):
     class Status(models.TextChoices):
         ACTIVE = "active"
         RESOLVED = "resolved"
         INACTIVE = "inactive"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="diagnoses")
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="diagnoses")
     code = models.CharField(max_length=20, help_text="e.g. E11.9")
     system = models.CharField(max_length=20, default="ICD-10")
     description = models.CharField(max_length=255)
@@ -147,19 +163,20 @@ class Diagnosis(TimeStampedModel):
     class Meta:
         ordering = ["-onset_date", "id"]
         verbose_name_plural = "diagnoses"
+        constraints = [entered_in_error_constraint("diagnosis_entered_in_error_complete")]
 
     def __str__(self) -> str:
         return f"{self.code} {self.description}"
 
 
-class Allergy(TimeStampedModel):
+class Allergy(EnteredInErrorModel, TimeStampedModel):
     class Severity(models.TextChoices):
         MILD = "mild"
         MODERATE = "moderate"
         SEVERE = "severe"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="allergies")
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="allergies")
     substance = models.CharField(max_length=100)
     reaction = models.CharField(max_length=255, blank=True)
     severity = models.CharField(max_length=10, choices=Severity.choices)
@@ -167,14 +184,15 @@ class Allergy(TimeStampedModel):
     class Meta:
         ordering = ["substance", "id"]
         verbose_name_plural = "allergies"
+        constraints = [entered_in_error_constraint("allergy_entered_in_error_complete")]
 
     def __str__(self) -> str:
         return self.substance
 
 
-class Medication(TimeStampedModel):
+class Medication(EnteredInErrorModel, TimeStampedModel):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="medications")
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="medications")
     name = models.CharField(max_length=100)
     dosage = models.CharField(max_length=50, blank=True)
     frequency = models.CharField(max_length=50, blank=True)
@@ -183,12 +201,13 @@ class Medication(TimeStampedModel):
 
     class Meta:
         ordering = ["-start_date", "id"]
+        constraints = [entered_in_error_constraint("medication_entered_in_error_complete")]
 
     def __str__(self) -> str:
         return self.name
 
 
-class Visit(TimeStampedModel):
+class Visit(EnteredInErrorModel, TimeStampedModel):
     """An outpatient consultation or inpatient stay; completing an appointment adds an outpatient visit."""
 
     class Type(models.TextChoices):
@@ -197,7 +216,7 @@ class Visit(TimeStampedModel):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Indexed by visit_history below, which leads with the patient.
-    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="visits", db_index=False)
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="visits", db_index=False)
     type = models.CharField(max_length=10, choices=Type.choices)
     doctor = models.ForeignKey(Doctor, on_delete=models.PROTECT, null=True, blank=True, related_name="visits")
     department = models.ForeignKey(Department, on_delete=models.PROTECT, null=True, blank=True, related_name="visits")
@@ -211,11 +230,11 @@ class Visit(TimeStampedModel):
         indexes = [
             # A patient's history in the profile's order, with every column the profile shows: read from the
             # index alone, not from one heap page per visit (a long history's visits are scattered over
-            # years of inserts). Also the list's last visit.
+            # years of inserts). Also the list's last visit. Carries entered_in_error, which both leave out.
             models.Index(
                 fields=["patient", "-start", "id"],
-                include=["type", "end", "doctor", "department", "branch", "reason"],
-                name="visit_history",
+                include=["type", "end", "doctor", "department", "branch", "reason", "entered_in_error"],
+                name="visit_patient_history",
             ),
         ]
         constraints = [
@@ -223,6 +242,7 @@ class Visit(TimeStampedModel):
                 condition=models.Q(end__isnull=True) | models.Q(end__gte=models.F("start")),
                 name="visit_end_after_start",
             ),
+            entered_in_error_constraint("visit_entered_in_error_complete"),
         ]
 
     def __str__(self) -> str:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery, TextField, Value
+from django.db.models import OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Replace, Upper
+from django.db.models.functions import Greatest, Replace, Upper
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
@@ -51,8 +52,12 @@ def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
 
 
 def patient_get(*, client: ApiClient, ref: str) -> Patient:
-    """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle)."""
+    """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle). A patient
+    merged into another resolves to the record that survived (FHIR Patient.link "replaced-by"): ids an
+    integrator kept keep working, and reads and writes reach the one current record."""
     patient = _by_ref(visible_patients(client), ref).first()
+    if patient is not None and patient.merged_into_id is not None:
+        patient = visible_patients(client).filter(id=patient.merged_into_id).first()
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     return patient
@@ -76,8 +81,11 @@ class PatientProfile:
 
 # The small sections as one JSON document, correlated to the patient row of the ORM query it annotates
 # (the outer table keeps its own name as alias). Orders as the models' Meta.ordering; json (not jsonb)
-# keeps each object's keys in the order written here.
-_SECTIONS = """
+# keeps each object's keys in the order written here. Clinical rows entered in error are left out; those
+# of records merged into this patient are included (they stay on the merged record, never moved).
+_OWN_AND_MERGED = """ANY(ARRAY(SELECT patients_patient.id UNION ALL
+  SELECT merged.id FROM patients_patient merged WHERE merged.merged_into_id = patients_patient.id))"""
+_SECTIONS = f"""
 SELECT json_build_object(
   'insurance', (
     SELECT coalesce(json_agg(json_build_object(
@@ -89,20 +97,22 @@ SELECT json_build_object(
       'code', d.code, 'system', d.system, 'description', d.description, 'onset_date', d.onset_date,
       'status', d.status
     ) ORDER BY d.onset_date DESC, d.id), '[]')
-    FROM patients_diagnosis d WHERE d.patient_id = patients_patient.id AND d.status = %s),
+    FROM patients_diagnosis d
+    WHERE d.patient_id = {_OWN_AND_MERGED} AND d.status = %s AND NOT d.entered_in_error),
   'allergies', (
     SELECT coalesce(json_agg(json_build_object(
       'substance', a.substance, 'reaction', a.reaction, 'severity', a.severity
     ) ORDER BY a.substance, a.id), '[]')
-    FROM patients_allergy a WHERE a.patient_id = patients_patient.id),
+    FROM patients_allergy a WHERE a.patient_id = {_OWN_AND_MERGED} AND NOT a.entered_in_error),
   'medications', (
     SELECT coalesce(json_agg(json_build_object(
       'name', m.name, 'dosage', m.dosage, 'frequency', m.frequency, 'start_date', m.start_date
     ) ORDER BY m.start_date DESC, m.id), '[]')
     FROM patients_medication m
-    WHERE m.patient_id = patients_patient.id AND (m.end_date IS NULL OR m.end_date >= %s))
+    WHERE m.patient_id = {_OWN_AND_MERGED} AND (m.end_date IS NULL OR m.end_date >= %s) AND NOT m.entered_in_error)
 )::text
 """
+_MERGED_IDS = "ARRAY(SELECT merged.id FROM patients_patient merged WHERE merged.merged_into_id = patients_patient.id)"
 
 # Plain rows, not model instances: a history of 500 visits loaded with select_related made 2,000
 # instances, and Django's timestamp loader parses each value in Python; ids as text and UTC times in ISO
@@ -116,29 +126,41 @@ FROM patients_visit v
 LEFT JOIN clinic_doctor doctor ON doctor.id = v.doctor_id
 LEFT JOIN clinic_department department ON department.id = v.department_id
 JOIN clinic_branch branch ON branch.id = v.branch_id
-WHERE v.patient_id = %s
+WHERE v.patient_id {patients} AND NOT v.entered_in_error
 ORDER BY v.start DESC, v.id
 """
 
 
 def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     """A visible patient's profile in two statements whatever its size: the patient with its branch and
-    its small sections (insurance, active diagnoses, allergies, current medications), then its visits."""
+    its small sections (insurance, active diagnoses, allergies, current medications), then its visits.
+    A merged patient's ref resolves to the surviving record (one more statement), as in patient_get."""
     today = timezone.localdate()
     sections = RawSQL(_SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField())  # noqa: S611 - fixed SQL
-    patient = (
-        _by_ref(visible_patients(client), ref).select_related("registration_branch").annotate(sections=sections).first()
+    merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
+    patients = visible_patients(client).select_related("registration_branch").annotate(
+        sections=sections, merged_ids=merged_ids
     )
+    patient = _by_ref(patients, ref).first()
+    if patient is not None and patient.merged_into_id is not None:
+        patient = patients.filter(id=patient.merged_into_id).first()
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     with connection.cursor() as cursor:
-        cursor.execute(_VISITS, [patient.pk])
+        if patient.merged_ids:  # one id keeps the index's order (no sort); merged records are rare
+            cursor.execute(_VISITS.format(patients="= ANY(%s)"), [[patient.pk, *patient.merged_ids]])
+        else:
+            cursor.execute(_VISITS.format(patients="= %s"), [patient.pk])
         visits = cursor.fetchall()
     return PatientProfile(patient=patient, sections=json.loads(patient.sections), visits=visits)
 
 
-def _last_visit_date() -> Subquery:
-    return Subquery(Visit.objects.filter(patient=OuterRef("pk")).order_by("-start").values("start")[:1])
+def _last_visit_date() -> Greatest:
+    """The latest visit not entered in error, the patient's own or of a record merged into it."""
+    live = Visit.objects.filter(entered_in_error=False).order_by("-start").values("start")
+    own = Subquery(live.filter(patient=OuterRef("pk"))[:1])
+    merged = Subquery(live.filter(patient__merged_into=OuterRef("pk"))[:1])
+    return Greatest(own, merged)  # PostgreSQL's GREATEST skips NULLs
 
 
 def _summaries() -> QuerySet[Patient]:
@@ -301,13 +323,26 @@ def patient_search(
 
 def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:
     """The branch a client registers a patient at: the one named (must be visible to the client and
-    active), or the client's only branch. A missing or invisible branch is a 400 on `branch_id`."""
+    active); without one, the client's only branch, else its default registration branch, else the
+    organisation's head office (CONTRACT section 5), so a body with exactly the specification's fields is
+    accepted. A missing or invisible branch is a 400 on `branch_id`."""
     allowed = client_branch_ids(client)
     if branch_id is None:
         if allowed is not None and len(allowed) == 1:
             return Branch.objects.get(id=next(iter(allowed)))
-        raise FieldError({"branch_id": "Required: this client may register patients at more than one branch."})
+        for candidate in (client.default_branch_id, _head_office_id()):
+            if candidate is not None and (allowed is None or candidate in allowed):
+                branch = Branch.objects.filter(id=candidate, is_active=True).first()
+                if branch is not None:
+                    return branch
+        raise FieldError(
+            {"branch_id": "Required: this client may register patients at more than one branch, and has no default."}
+        )
     branch = Branch.objects.filter(id=branch_id, is_active=True).first()
     if branch is None or (allowed is not None and branch.id not in allowed):
         raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
     return branch
+
+
+def _head_office_id() -> uuid.UUID | None:
+    return Branch.objects.filter(is_head_office=True).values_list("id", flat=True).first()

@@ -6,10 +6,12 @@ from datetime import date
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from clinic import crypto
 from clinic.errors import Conflict, FieldError
-from clinic.models import Branch
+from clinic.models import Branch, RecordChange
+from clinic.records import record_change_write
 from patients.identifiers import format_patient_id
 from patients.models import Insurance, Patient
 
@@ -47,33 +49,74 @@ def _lock_identity(phone: str, date_of_birth: date) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"patient:{phone}:{date_of_birth}"])
 
 
-def patient_duplicate_find(*, phone: str, date_of_birth: date, exclude_id: Any = None) -> Patient | None:
-    """The active patient registered first with this phone and birth date (the duplicate rule)."""
+def patient_duplicate_find(
+    *, phone: str, date_of_birth: date, exclude_id: Any = None, visible_branch_ids: frozenset[Any] | None = None
+) -> Patient | None:
+    """The active patient registered first with this phone and birth date (the duplicate rule), preferring
+    one at a branch the caller may see."""
     existing = Patient.objects.filter(phone=phone, date_of_birth=date_of_birth, is_active=True)
     if exclude_id is not None:
         existing = existing.exclude(id=exclude_id)
-    return existing.order_by("registered_at").only("id", "patient_id").first()
+    candidates = list(existing.order_by("registered_at").only("id", "patient_id", "registration_branch_id")[:50])
+    visible = [p for p in candidates if visible_branch_ids is None or p.registration_branch_id in visible_branch_ids]
+    return (visible or candidates or [None])[0]
 
 
-def _check_duplicate(*, phone: str, date_of_birth: date, exclude_id: Any = None) -> None:
-    match = patient_duplicate_find(phone=phone, date_of_birth=date_of_birth, exclude_id=exclude_id)
-    if match is not None:
-        raise DuplicatePatient(
-            f"Patient {match.patient_id} already has this phone number and date of birth.",
-            existing_patient_id=match.patient_id,
-            existing_id=str(match.id),
-        )
+# A client restricted to some branches learns nothing about patients outside them beyond what it sent
+# (CONTRACT section 11): the conflict is reported, without the other record's ids.
+_ELSEWHERE = "This person is already registered at another branch of the network; ask that branch to share the record."
 
 
-def _save(patient: Patient) -> None:
+def _visible(patient: Patient, visible_branch_ids: frozenset[Any] | None) -> bool:
+    return visible_branch_ids is None or patient.registration_branch_id in visible_branch_ids
+
+
+def _check_duplicate(
+    *, phone: str, date_of_birth: date, exclude_id: Any = None, visible_branch_ids: frozenset[Any] | None = None
+) -> None:
+    match = patient_duplicate_find(
+        phone=phone, date_of_birth=date_of_birth, exclude_id=exclude_id, visible_branch_ids=visible_branch_ids
+    )
+    if match is None:
+        return
+    if not _visible(match, visible_branch_ids):
+        raise DuplicatePatient(_ELSEWHERE)
+    raise DuplicatePatient(
+        f"Patient {match.patient_id} already has this phone number and date of birth.",
+        existing_patient_id=match.patient_id,
+        existing_id=str(match.id),
+    )
+
+
+def _check_abha_free(patient: Patient, visible_branch_ids: frozenset[Any] | None) -> None:
+    """A taken ABHA number: a 400 on the field when its holder is visible to the caller, else a 409 that
+    names no record."""
+    if not patient.national_health_id:
+        return
+    holder = (
+        Patient.objects.filter(national_health_id=patient.national_health_id)
+        .exclude(pk=patient.pk)
+        .only("id", "registration_branch_id")
+        .first()
+    )
+    if holder is None:
+        return
+    if not _visible(holder, visible_branch_ids):
+        raise DuplicatePatient(_ELSEWHERE)
+    raise FieldError({"national_health_id": "This ABHA number is already registered to another patient."})
+
+
+def _save(patient: Patient, visible_branch_ids: frozenset[Any] | None = None) -> None:
     """Save, turning a taken ABHA number (unique column) into a 400 on national_health_id instead of a 500.
     The savepoint keeps the surrounding transaction usable; a concurrent registration of the same ABHA
     number is caught the same way."""
+    _check_abha_free(patient, visible_branch_ids)
     try:
         with transaction.atomic():
             patient.save()
     except IntegrityError as exc:
         if "national_health_id" in str(exc):
+            _check_abha_free(patient, visible_branch_ids)  # a concurrent registration took it: say whose
             raise FieldError(
                 {"national_health_id": "This ABHA number is already registered to another patient."}
             ) from None
@@ -103,31 +146,39 @@ def _apply(patient: Patient, data: dict[str, Any]) -> None:
 
 
 @transaction.atomic
-def patient_create(*, branch: Branch, data: dict[str, Any]) -> Patient:
-    """Register a patient. `data` holds validated create fields; raises DuplicatePatient (409)."""
+def patient_create(
+    *, branch: Branch, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None
+) -> Patient:
+    """Register a patient. `data` holds validated create fields; raises DuplicatePatient (409).
+    `visible_branch_ids`: the branches the caller may see (None: all), so a conflict with a record
+    elsewhere names no ids."""
     _lock_identity(data["phone"], data["date_of_birth"])
-    _check_duplicate(phone=data["phone"], date_of_birth=data["date_of_birth"])
+    _check_duplicate(phone=data["phone"], date_of_birth=data["date_of_birth"], visible_branch_ids=visible_branch_ids)
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval(%s)", [PATIENT_NUMBER_SEQUENCE])
         number = cursor.fetchone()[0]
     patient = Patient(patient_id=format_patient_id(number), registration_branch=branch)
     _apply(patient, data)
-    _save(patient)
+    _save(patient, visible_branch_ids)
     _replace_insurance(patient, data.get("insurance") or [])
     return patient
 
 
 @transaction.atomic
-def patient_update(*, patient: Patient, data: dict[str, Any]) -> Patient:
+def patient_update(
+    *, patient: Patient, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None
+) -> Patient:
     """Apply a partial update; the duplicate rule is checked again when phone or birth date change."""
     locked = Patient.objects.select_for_update().get(pk=patient.pk)
     phone = data.get("phone", locked.phone)
     date_of_birth = data.get("date_of_birth", locked.date_of_birth)
     if (phone, date_of_birth) != (locked.phone, locked.date_of_birth):
         _lock_identity(phone, date_of_birth)
-        _check_duplicate(phone=phone, date_of_birth=date_of_birth, exclude_id=locked.pk)
+        _check_duplicate(
+            phone=phone, date_of_birth=date_of_birth, exclude_id=locked.pk, visible_branch_ids=visible_branch_ids
+        )
     _apply(locked, data)
-    _save(locked)
+    _save(locked, visible_branch_ids)
     if "insurance" in data:
         _replace_insurance(locked, data["insurance"] or [])
     return locked
@@ -144,3 +195,83 @@ def _replace_insurance(patient: Patient, entries: list[dict[str, Any]]) -> None:
         )
         for entry in entries
     )
+
+
+# Patients are never deleted (CONTRACT section 11): a registration is deactivated, or merged into the
+# record that survives. Both are recorded in the record's history (clinic.models.RecordChange).
+
+
+def _required_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise FieldError({"reason": "Required: say why."})
+    return reason
+
+
+@transaction.atomic
+def patient_deactivate(*, patient: Patient, by: str, reason: str) -> Patient:
+    """Deactivate a registration: it stays readable with all its records, and no longer counts as a
+    duplicate of a new one. 409 invalid_state when it is inactive already."""
+    reason = _required_reason(reason)
+    locked = Patient.objects.select_for_update().get(pk=patient.pk)
+    if not locked.is_active:
+        raise Conflict(f"{locked.patient_id} is already inactive.", code="invalid_state")
+    locked.is_active = False
+    locked.save(update_fields=["is_active", "updated_at"])
+    record_change_write(
+        record=locked,
+        actor=by,
+        action=RecordChange.Action.DEACTIVATED,
+        changes={"is_active": (True, False)},
+        reason=reason,
+    )
+    return locked
+
+
+@transaction.atomic
+def patient_merge(*, source: Patient, target: Patient, by: str, reason: str) -> Patient:
+    """Merge a duplicate registration (`source`) into the record that survives (`target`) and return the
+    survivor. Nothing moves and nothing is deleted: the source keeps its visits, clinical records,
+    appointments and invoices (documents issued under that registration), is deactivated and points at
+    the survivor. The survivor's profile includes the merged records' clinical rows, and the API resolves
+    the source's ids to the survivor (patients.selectors). Records merged earlier into the source follow
+    it to the survivor, so a pointer is never more than one step long."""
+    reason = _required_reason(reason)
+    if source.pk == target.pk:
+        raise FieldError({"target": "A patient cannot be merged into itself."})
+    # Both rows locked in one order, so two merges of the same pair in opposite directions cannot deadlock.
+    locked = {p.pk: p for p in Patient.objects.select_for_update().filter(pk__in=[source.pk, target.pk]).order_by("pk")}
+    source, target = locked[source.pk], locked[target.pk]
+    if source.merged_into_id is not None:
+        raise Conflict(f"{source.patient_id} is already merged into another record.", code="invalid_state")
+    if target.merged_into_id is not None or not target.is_active:
+        raise FieldError({"target": f"{target.patient_id} is inactive or merged; merge into the record that survives."})
+    now = timezone.now()
+    for earlier in Patient.objects.select_for_update().filter(merged_into=source).order_by("pk"):
+        earlier.merged_into = target
+        earlier.save(update_fields=["merged_into", "updated_at"])
+        record_change_write(
+            record=earlier,
+            actor=by,
+            action=RecordChange.Action.MERGED,
+            changes={"merged_into": (source.pk, target.pk)},
+            reason=reason,
+        )
+    was_active = source.is_active
+    source.merged_into, source.merged_at, source.is_active = target, now, False
+    source.save(update_fields=["merged_into", "merged_at", "is_active", "updated_at"])
+    record_change_write(
+        record=source,
+        actor=by,
+        action=RecordChange.Action.MERGED,
+        changes={"merged_into": (None, target.pk), "is_active": (was_active, False)},
+        reason=reason,
+    )
+    record_change_write(
+        record=target,
+        actor=by,
+        action=RecordChange.Action.MERGED,
+        changes={"merged_from": (None, source.pk)},
+        reason=reason,
+    )
+    return target

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -40,7 +41,7 @@ LANGUAGE_CODE = "en-us"
 USE_I18N = False
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "clinic.apps.ClinicAdminConfig",  # django.contrib.admin with the two-factor site (clinic.admin_site)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -58,20 +59,29 @@ INSTALLED_APPS = [
     "patients",
     "appointments",
     "billing",
+    "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
 ]
 
 MIDDLEWARE = [
     "clinic.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "clinic.security_headers.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "integrations.middleware.ApiAuditMiddleware",
     "clinic.api.middleware.ApiErrorMiddleware",
+    "integrations.anonymous_limit.AnonymousRateLimitMiddleware",
+    "clinic.api.hygiene.RequestHygieneMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): after AuthenticationMiddleware
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "clinic.urls"
@@ -165,7 +175,21 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
     },
     "purge-expired-access-tokens": {"task": "integrations.tasks.purge_expired_tokens", "schedule": 3600.0},
+    "flush-deferred-audit-rows": {
+        "task": "integrations.tasks.flush_deferred_audit_rows",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
 }
+# Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
+# three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.
+CELERY_BEAT_SCHEDULER = "clinic.heartbeat:HeartbeatScheduler"
+ROLE_HEARTBEAT_SECONDS = env_int("ROLE_HEARTBEAT_SECONDS", 10, minimum=1, maximum=300)
+# Roles /readyz requires a fresh heartbeat of ("worker", "beat"). None by default: a web pod must not leave
+# the load balancer because a worker is down (the worker's liveness command restarts the worker instead).
+READYZ_REQUIRE_ROLES = env_list("READYZ_REQUIRE_ROLES")
+if set(READYZ_REQUIRE_ROLES) - {"worker", "beat"}:
+    raise ImproperlyConfigured(f"READYZ_REQUIRE_ROLES takes worker and/or beat, got {READYZ_REQUIRE_ROLES}.")
 
 # --- API --------------------------------------------------------------------------------------------
 
@@ -186,6 +210,15 @@ REST_FRAMEWORK = {
     "DATETIME_FORMAT": "iso-8601",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
+
+# Bodies above this are refused with 413 before they are read (CONTRACT section 11); Django's own limit
+# for the admin's forms is the same.
+MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024, maximum=100 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+# Requests per minute and client address for unauthenticated traffic: no token, an invalid one, and failed
+# token exchanges (a secret cannot be guessed faster than this).
+ANONYMOUS_RATE_LIMIT = env_int("ANONYMOUS_RATE_LIMIT", 60, minimum=1, maximum=100_000)
 
 API_PAGE_SIZE_DEFAULT = 20
 API_PAGE_SIZE_MAX = 100
@@ -229,6 +262,8 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",
+    # Relative: the API is described wherever it is served (the document itself is at /api/v1/schema).
+    "SERVERS": [{"url": "/", "description": "This server."}],
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
@@ -313,22 +348,63 @@ CELERY_BEAT_SCHEDULE["purge-webhook-events"] = {
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+# HSTS on secure requests (behind a TLS-terminating proxy listed in TRUSTED_PROXIES, X-Forwarded-Proto
+# decides what is secure); off in development, where the service is plain http.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0, maximum=2 * 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+# A Content-Security-Policy on the admin and the docs page (clinic.security_headers); on by default with
+# DEBUG off, and in development too unless switched off here.
+CONTENT_SECURITY_POLICY_ENABLED = env_bool("CONTENT_SECURITY_POLICY", default=True)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXIES else None
+
+# --- Admin security: login lockout, session length, two-factor -------------------------------------
+
+# django-axes checks every login first: a locked-out user name never reaches the password check.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# After this many failed logins for one user name from one address, that pair is locked out for the
+# cool-off; each further failure meanwhile restarts it. Locking the pair (not the user name alone) keeps
+# an attacker from locking every staff member out from anywhere; guessing from many addresses still
+# meets the second factor (ADMIN_REQUIRE_2FA) and django-otp's own per-device throttling.
+AXES_FAILURE_LIMIT = env_int("ADMIN_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=100)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("ADMIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=24 * 60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a successful login clears the failures of its user name and address
+AXES_CLIENT_IP_CALLABLE = "clinic.admin_site.axes_client_ip"  # X-Forwarded-For only from TRUSTED_PROXIES
+AXES_LOCKOUT_TEMPLATE = "admin/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+
+# Staff sessions end this many hours after login whatever the activity (clinic.admin_site checks the
+# login time), and when the browser closes (shared front-desk computers).
+ADMIN_SESSION_HOURS = env_int("ADMIN_SESSION_HOURS", 8, minimum=1, maximum=24)
+SESSION_COOKIE_AGE = ADMIN_SESSION_HOURS * 3600
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+
+# TOTP two-factor for the admin (django-otp): on by default in production. Staff enrol with
+# `python manage.py add_totp_device --user <name>` (README, "Admin security").
+ADMIN_REQUIRE_2FA = env_bool("ADMIN_REQUIRE_2FA", default=not DEBUG)
+OTP_TOTP_ISSUER = env_str("OTP_TOTP_ISSUER", default="Clinic admin")
+# The TOTP device admin never shows a stored device's key or QR code again after it is created.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 # --- Logging: one line per record, with the request id --------------------------------------------
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "clinic.api.request_id.RequestIdLogFilter"}},
+    "filters": {
+        "request_id": {"()": "clinic.api.request_id.RequestIdLogFilter"},
+        "redact_database_detail": {"()": "clinic.log_redaction.RedactDatabaseDetail"},
+    },
     "formatters": {
         "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
+        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "redact_database_detail"]},
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", default="INFO")},
     "loggers": {

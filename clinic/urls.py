@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clinic.api import meta_views
 from clinic.api.branch_views import BranchListView
@@ -15,7 +15,7 @@ api_v1 = [
     path("doctors", DoctorListView.as_view(), name="doctor-list"),
     path("doctors/<str:id>", DoctorDetailView.as_view(), name="doctor-detail"),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
     path("", include("patients.api.urls")),
     path("", include("appointments.api.urls")),

@@ -32,6 +32,12 @@ class ApiClientAuthentication(OAuth2Authentication):
     """
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not credentials.strip():
+            # Tokens come from the Authorization header only (CONTRACT section 11): the toolkit would also
+            # take `access_token` from a form-encoded body, which leaks into logs and caches.
+            request.oauth2_error = {}  # type: ignore[attr-defined]
+            return None
         # The toolkit reads request.POST; on the DRF request that would parse the JSON body before the
         # client is even known (a malformed body would then hide the 401). The Django request does not.
         result = super().authenticate(request._request)

@@ -24,6 +24,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from clinic import crypto
 from clinic.api.renderers import dumps
 from clinic.errors import Conflict, DomainError
 from integrations.models import ApiClient, IdempotencyRecord
@@ -57,9 +58,19 @@ def fingerprint(request: Request) -> str:
     return digest.hexdigest()
 
 
+def _seal(body: str) -> str:
+    """Stored responses hold whole patient profiles for 24 hours: encrypted at rest (CONTRACT section 11)."""
+    return crypto.encrypt(body) if body else ""
+
+
+def _unseal(stored: str) -> str:
+    # A record written before encryption (kept at most 24 hours) is JSON; a Fernet token never starts so.
+    return crypto.decrypt(stored) if stored and stored[0] not in "[{" else stored
+
+
 def _replay(record: IdempotencyRecord) -> HttpResponse:
     response = HttpResponse(
-        record.response_body.encode(),
+        _unseal(record.response_body).encode(),
         status=record.response_status,
         content_type=record.response_headers.get("Content-Type", "application/json"),
     )
@@ -129,7 +140,7 @@ def execute(*, client: ApiClient, key: str, request: Request, handler: Callable[
             else:
                 record.state = IdempotencyRecord.State.COMPLETED
                 record.response_status = response.status_code
-                record.response_body = dumps(response.data).decode() if response.data is not None else ""
+                record.response_body = _seal(dumps(response.data).decode() if response.data is not None else "")
                 record.response_headers = {
                     "Content-Type": response.content_type or "application/json",
                     **{name: response[name] for name in _KEPT_HEADERS if response.has_header(name)},

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
 from collections.abc import Callable
 
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
 from clinic.api.errors import api_not_found
+from clinic.text import CONTROL_CHARACTERS
+from integrations import audit_buffer
 from integrations.models import AuditLogEntry
 from integrations.network import client_ip
 
@@ -44,6 +48,11 @@ def _token_ref(request: HttpRequest) -> str:
     return ""
 
 
+def _printable(text: str) -> str:
+    """A NUL cannot be stored in PostgreSQL text: a path with %00 once left no audit row at all."""
+    return CONTROL_CHARACTERS.sub(lambda match: f"%{ord(match.group()):02X}", text)
+
+
 class ApiAuditMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -58,21 +67,30 @@ class ApiAuditMiddleware:
             for name, value in decision.headers().items():
                 response[name] = value
         client = getattr(request, "api_client", None)
+        row = {
+            "created_at": started_at,
+            "client_id": client.pk if client is not None and client.pk else None,
+            "token_ref": _token_ref(request),
+            "ip": client_ip(request),
+            "method": _printable(request.method or "")[:10],
+            "route": _route(request),
+            "path": _printable(request.path)[:500],
+            "status": response.status_code,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "request_id": getattr(request, "request_id", ""),
+            "patient_ids": getattr(request, "audit_patient_ids", []),
+            "user_agent": _printable(request.headers.get("User-Agent", ""))[:200],
+            "actor": _printable(getattr(request, "audit_actor", ""))[:200],
+        }
         try:
-            AuditLogEntry.objects.create(
-                created_at=started_at,
-                client=client if client is not None and client.pk else None,
-                token_ref=_token_ref(request),
-                ip=client_ip(request),
-                method=(request.method or "")[:10],
-                route=_route(request),
-                path=request.path[:500],
-                status=response.status_code,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                request_id=getattr(request, "request_id", ""),
-                patient_ids=getattr(request, "audit_patient_ids", []),
-                user_agent=request.headers.get("User-Agent", "")[:200],
-            )
+            AuditLogEntry.objects.create(**row)
+        except (OperationalError, InterfaceError):
+            # PostgreSQL is restarting: keep the row and write it when the database is back.
+            audit_buffer.defer(row)
         except Exception:  # the response is already decided; losing it would not undo anything
             logger.exception("Could not write the audit row for request %s", getattr(request, "request_id", "-"))
+        else:
+            if audit_buffer.has_local_rows():
+                with contextlib.suppress(DatabaseError):  # still down for those: they stay queued
+                    audit_buffer.flush_local()
         return response

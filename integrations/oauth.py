@@ -6,11 +6,14 @@ address outside its allow-list is refused (403) and the exchange counts against 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
@@ -19,6 +22,7 @@ from oauth2_provider import views as oauth_views
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
+from clinic.text import CONTROL_CHARACTERS
 from integrations import ratelimit
 from integrations.models import ApiClient
 from integrations.network import CLIENT_IP_META_KEY, client_ip
@@ -117,10 +121,62 @@ def _describe_error(response: HttpResponse) -> None:
         response.content = json.dumps(body).encode()
 
 
+def _basic_credentials(request: HttpRequest) -> tuple[str, str] | None:
+    """The (client_id, secret) of an HTTP Basic header (RFC 6749 2.3.1: each form-urlencoded); None when
+    there is no Basic header; ValueError when there is one that cannot be read."""
+    scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise ValueError("The Basic credentials are not base64 of UTF-8 text.") from None
+    client_id, _, secret = decoded.partition(":")
+    return unquote_plus(client_id), unquote_plus(secret)
+
+
+def _credentials_problem(request: HttpRequest) -> str | None:
+    """Why a token or revocation request is malformed (RFC 6749 `invalid_request`), or None."""
+    for name, values in request.POST.lists():
+        if CONTROL_CHARACTERS.search(name) or any(CONTROL_CHARACTERS.search(value) for value in values):
+            return "Parameters must not contain NUL or control characters."
+    try:
+        basic = _basic_credentials(request)
+    except ValueError as exc:
+        return str(exc)
+    if basic is None:
+        return None
+    if any(CONTROL_CHARACTERS.search(part) for part in basic):
+        return "The Basic credentials must not contain NUL or control characters."
+    if "client_id" in request.POST or "client_secret" in request.POST:
+        # RFC 6749 2.3: a client MUST NOT use more than one authentication method in a request.
+        return "Send the client credentials either by HTTP Basic or in the form, not both."
+    return None
+
+
+def _client_id_tried(request: HttpRequest) -> str:
+    try:
+        basic = _basic_credentials(request)
+    except ValueError:
+        basic = None
+    return (basic[0] if basic else request.POST.get("client_id", ""))[:100]
+
+
+def _oauth_error(status: int, error: str, description: str) -> HttpResponse:
+    return HttpResponse(
+        json.dumps({"error": error, "error_description": description}), status=status, content_type="application/json"
+    )
+
+
 class _ClientControlledEndpoint:
     """Prepares the shared context before the toolkit runs, and finishes the response after."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        problem = _credentials_problem(request)
+        if problem is not None:
+            response = _oauth_error(400, "invalid_request", problem)
+            response["Cache-Control"] = "no-store"
+            return response
         context = TokenRequestContext()
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it
@@ -131,6 +187,9 @@ class _ClientControlledEndpoint:
                 response[name] = value
         if response.status_code >= 400:
             _describe_error(response)
+            tried = _client_id_tried(request)
+            if tried:  # the audit row names who tried, even when no such client exists
+                request.audit_actor = f"client-id-tried:{tried}"  # type: ignore[attr-defined]
         response["Cache-Control"] = "no-store"
         response["Pragma"] = "no-cache"
         return response

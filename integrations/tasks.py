@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from integrations import idempotency
+from integrations import audit_buffer, idempotency
 from integrations.webhook_models import WebhookDelivery, WebhookEvent
 from integrations.webhooks import delivery
 
@@ -21,6 +21,12 @@ from integrations.webhooks import delivery
 @shared_task
 def purge_idempotency_records() -> int:
     return idempotency.purge_expired()
+
+
+@shared_task(ignore_result=True)
+def flush_deferred_audit_rows() -> int:
+    """Write the audit rows of requests answered while PostgreSQL was unreachable."""
+    return audit_buffer.flush_shared()
 
 
 @shared_task

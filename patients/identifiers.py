@@ -7,6 +7,8 @@ import re
 import phonenumbers
 from django.conf import settings
 
+from clinic.text import has_non_ascii_digit
+
 # Verhoeff tables: Aadhaar numbers end with a Verhoeff check digit, which catches every single-digit
 # error and every transposition of adjacent digits (typos at the front desk).
 _D = [
@@ -39,6 +41,9 @@ def verhoeff_check_digit(number: str) -> str:
 
 def normalise_phone(raw: str) -> str:
     """E.164 for a valid number (without a + prefix, PHONE_DEFAULT_REGION is assumed); ValueError otherwise."""
+    if has_non_ascii_digit(raw):
+        # phonenumbers would quietly translate them; a phone number is written with ASCII digits.
+        raise ValueError("Digits must be ASCII 0-9.")
     try:
         parsed = phonenumbers.parse(raw, settings.PHONE_DEFAULT_REGION)
     except phonenumbers.NumberParseException:
@@ -51,14 +56,14 @@ def normalise_phone(raw: str) -> str:
 def normalise_abha(raw: str) -> str:
     """ABHA number: 14 digits, accepted with hyphens or spaces (91-1234-5678-9012)."""
     digits = re.sub(r"[\s-]", "", raw)
-    if not re.fullmatch(r"\d{14}", digits):
+    if not re.fullmatch(r"[0-9]{14}", digits):
         raise ValueError("An ABHA number has 14 digits (hyphens allowed).")
     return digits
 
 
 def normalise_aadhaar(raw: str) -> str:
     digits = re.sub(r"[\s-]", "", raw)
-    if not re.fullmatch(r"[2-9]\d{11}", digits):
+    if not re.fullmatch(r"[2-9][0-9]{11}", digits):
         raise ValueError("An Aadhaar number has 12 digits and does not start with 0 or 1.")
     if not verhoeff_valid(digits):
         raise ValueError("Not a valid Aadhaar number (check digit mismatch).")

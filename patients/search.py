@@ -100,7 +100,7 @@ def _identifier_search(raw: str, filters: SearchFilters, *, offset: int, limit: 
         match_params.append(identifier)
         tiers += " WHEN p.national_health_id = %s THEN 0"
         tier_params.append(identifier)
-    if re.fullmatch(r"[\d\s+().-]+", raw.strip()):
+    if re.fullmatch(r"[0-9\s+().-]+", raw.strip()):
         # A tail is matched as typed ("0281") and without a trunk zero ("09845012345" -> "9845012345").
         for tail in dict.fromkeys([digits, digits.lstrip("0")]):
             if len(tail) >= MIN_PHONE_TAIL:

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django import db
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -36,6 +38,9 @@ PROBLEM_KINDS: dict[str, ProblemKind] = {
     "validation_error": ProblemKind(400, "Invalid input", "One or more fields are invalid; see `errors`."),
     "parse_error": ProblemKind(400, "Malformed request body", "The body is not valid JSON."),
     "invalid_request": ProblemKind(400, "Invalid request", "The request cannot be processed as sent."),
+    "unknown_parameter": ProblemKind(
+        400, "Unknown query parameter", "The operation does not take this query parameter; see `errors`."
+    ),
     "not_authenticated": ProblemKind(401, "Authentication required", "No bearer token was sent."),
     "invalid_token": ProblemKind(401, "Invalid token", "The bearer token is invalid, expired or revoked."),
     "insufficient_scope": ProblemKind(403, "Insufficient scope", "The token lacks the scope the operation needs."),
@@ -51,12 +56,16 @@ PROBLEM_KINDS: dict[str, ProblemKind] = {
     "idempotency_key_in_use": ProblemKind(
         409, "Idempotency key in use", "A request with this Idempotency-Key is still being processed."
     ),
+    "payload_too_large": ProblemKind(413, "Payload too large", "The body exceeds MAX_REQUEST_BODY_BYTES."),
     "unsupported_media_type": ProblemKind(415, "Unsupported media type", "Send application/json."),
     "idempotency_key_reused": ProblemKind(
         422, "Idempotency key reused", "This Idempotency-Key was used with a different request body."
     ),
     "rate_limited": ProblemKind(429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
     "internal_error": ProblemKind(500, "Internal server error", "Report the request_id to support."),
+    "service_unavailable": ProblemKind(
+        503, "Service unavailable", "The database is briefly unreachable (a restart); retry after Retry-After."
+    ),
 }
 
 
@@ -200,10 +209,40 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         headers.update(getattr(exc, "extra_headers", {}))
         return _problem(exc.status_code, code, str(exc.detail), headers)
 
+    if is_database_unavailable(exc):
+        return service_unavailable_response()
     logger.exception("Unhandled exception in API view", exc_info=exc)
     return _problem(500, "internal_error", None)
 
 
+# How long a caller should wait when PostgreSQL is unreachable: about one restart of the server.
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """PostgreSQL restarting or unreachable: the connection failed, or it broke under the query.
+
+    Only connection-level failures (psycopg's OperationalError without an SQLSTATE of a statement, or
+    InterfaceError), not deadlocks or serialization failures, which are OperationalErrors too."""
+    if isinstance(exc, db.InterfaceError):
+        return True
+    if not isinstance(exc, db.OperationalError):
+        return False
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    # Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in {"57P01", "57P02", "57P03"}
+
+
+def service_unavailable_response() -> HttpResponse:
+    logger.warning("Database unavailable: answering 503")
+    response = problem_response(
+        503, "service_unavailable", "The database is unavailable; retry shortly.", title="Service unavailable"
+    )
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
+@csrf_exempt  # an API path takes no cookies: without this, a POST to an unknown path was a CSRF 403
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     return problem_response(404, "not_found", f"No API endpoint at {request.path}.")
 

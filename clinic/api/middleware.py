@@ -7,7 +7,13 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from clinic.api.errors import PROBLEM_KINDS, internal_error_response, problem_response
+from clinic.api.errors import (
+    PROBLEM_KINDS,
+    internal_error_response,
+    is_database_unavailable,
+    problem_response,
+    service_unavailable_response,
+)
 from clinic.api.request_id import HEADER, accept_or_generate, current_request_id
 
 logger = logging.getLogger("clinic.api")
@@ -72,5 +78,7 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if is_database_unavailable(exception):
+            return service_unavailable_response()
         logger.exception("Unhandled exception", exc_info=exception)
         return internal_error_response()

@@ -23,7 +23,7 @@ class AddressSerializer(StrictSerializer):
     city = serializers.CharField(max_length=100, required=False, allow_blank=True)
     state = serializers.CharField(max_length=100, required=False, allow_blank=True)
     pincode = serializers.RegexField(
-        r"^[1-9]\d{5}$",
+        r"^[1-9][0-9]{5}$",  # [0-9], not \d: Unicode digits passed \d and then failed the database CHECK
         required=False,
         allow_blank=True,
         error_messages={"invalid": "A pincode is six digits and does not start with 0."},

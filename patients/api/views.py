@@ -8,9 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clinic.api.errors import register_problem
-from clinic.api.pagination import HeaderPagination
-from clinic.api.schema import pagination_parameters
+from clinic.api.pagination import HeaderPagination, PageParams
+from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.views import ClinicAPIView
+from clinic.selectors import client_branch_ids
 from patients import selectors, services
 from patients.api import schema
 from patients.api.serializers import PatientListParams, PatientWriteSerializer, patient_profile, patient_summary
@@ -27,6 +28,7 @@ _REF = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Patient U
 
 class PatientListCreateView(ClinicAPIView):
     required_scopes = {"GET": "patients:read", "POST": "patients:write"}
+    query_params = {"GET": (PageParams, PatientListParams)}
 
     @extend_schema(
         operation_id="patients_list",
@@ -37,14 +39,7 @@ class PatientListCreateView(ClinicAPIView):
             "without the country prefix or a 4+ digit tail, and `patient_id` or the ABHA number exactly "
             "(case and hyphens ignored). Scope: `patients:read`."
         ),
-        parameters=[
-            *pagination_parameters(),
-            OpenApiParameter("search", str, description="Name, phone digits, patient_id or ABHA number."),
-            OpenApiParameter("branch_id", str, description="Only patients registered at this branch (UUID)."),
-            OpenApiParameter(
-                "registered_after", str, description="Only patients registered after this date (YYYY-MM-DD)."
-            ),
-        ],
+        parameters=pagination_parameters(),
         responses={200: OpenApiResponse(schema.PatientSummaryListSchema, description="A bare JSON array.")},
         examples=[schema.SUMMARY_EXAMPLE],
     )
@@ -77,6 +72,7 @@ class PatientListCreateView(ClinicAPIView):
             "Honours `Idempotency-Key`. Scope: `patients:write`."
         ),
         request=PatientWriteSerializer,
+        parameters=[location_header("/api/v1/patients/{id}")],
         responses={
             201: OpenApiResponse(schema.PatientProfileSchema, description="The new patient's profile."),
             409: OpenApiResponse(description="`duplicate_patient`, with existing_patient_id and existing_id."),
@@ -88,7 +84,9 @@ class PatientListCreateView(ClinicAPIView):
         body = PatientWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         branch = selectors.registration_branch_resolve(client=client, branch_id=body.validated_data.get("branch_id"))
-        patient = services.patient_create(branch=branch, data=body.validated_data)
+        patient = services.patient_create(
+            branch=branch, data=body.validated_data, visible_branch_ids=client_branch_ids(client)
+        )
         self.audit_patients([patient.id])
         profile = selectors.patient_profile(client=client, ref=str(patient.id))
         return Response(
@@ -139,7 +137,7 @@ class PatientDetailView(ClinicAPIView):
         data = dict(body.validated_data)
         if "branch_id" in data:
             data["branch"] = selectors.registration_branch_resolve(client=client, branch_id=data.pop("branch_id"))
-        services.patient_update(patient=patient, data=data)
+        services.patient_update(patient=patient, data=data, visible_branch_ids=client_branch_ids(client))
         return Response(
             patient_profile(selectors.patient_profile(client=client, ref=str(patient.id)), timezone.localdate())
         )

@@ -1,0 +1,13 @@
+"""Character rules shared by the request checks and the domain validators (CONTRACT section 11)."""
+
+from __future__ import annotations
+
+import re
+
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def has_non_ascii_digit(text: str) -> bool:
+    """Devanagari, Arabic-Indic and other Unicode digits: Python's \\d and int() accept them, PostgreSQL's
+    [0-9] checks do not, so identifiers and numbers must refuse them (ASCII digits only)."""
+    return any(ch.isdigit() and not ch.isascii() for ch in text)

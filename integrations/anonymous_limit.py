@@ -1,0 +1,77 @@
+"""Per-address rate limit of unauthenticated traffic (CONTRACT section 11, ANONYMOUS_RATE_LIMIT a minute).
+
+Counted: requests under /api/ with no Authorization header, every 401 (an invalid, expired or revoked
+token), and every failed token exchange or revocation, so neither a flood of garbage nor a guessing of
+client secrets goes faster than the limit. Not counted: the public schema, docs and problem pages, and
+successful token exchanges (those count against the client's own limit). An address over its limit gets
+429 before its request is processed when it sends no bearer token (or asks for a token); a request with a
+bearer token is processed, and if it fails authentication its 401 becomes the 429.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+
+from clinic.api.errors import problem_response
+from integrations import ratelimit
+from integrations.network import client_ip
+
+API_PREFIX = "/api/"
+OAUTH_PATHS = frozenset({"/api/v1/auth/token", "/api/v1/auth/revoke"})
+PUBLIC_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
+
+
+def _exempt(path: str) -> bool:
+    return not path.startswith(API_PREFIX) or any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+
+
+def _key(request: HttpRequest) -> str:
+    return f"anonymous:{client_ip(request) or 'unknown'}"
+
+
+def _too_many(request: HttpRequest, decision: ratelimit.RateLimitDecision) -> HttpResponse:
+    wait = max(decision.reset_seconds, 1)
+    if request.path in OAUTH_PATHS:
+        response = HttpResponse(
+            json.dumps({"error": "rate_limited", "error_description": f"Too many failed requests; retry in {wait} s."}),
+            status=429,
+            content_type="application/json",
+        )
+        response["Cache-Control"] = "no-store"
+    else:
+        response = problem_response(429, "rate_limited", f"Too many unauthenticated requests; retry in {wait} s.")
+    response["Retry-After"] = str(wait)
+    return response
+
+
+class AnonymousRateLimitMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if _exempt(request.path):
+            return self.get_response(request)
+        limit = settings.ANONYMOUS_RATE_LIMIT
+        has_token = request.headers.get("Authorization", "").lower().startswith("bearer ")
+        oauth = request.path in OAUTH_PATHS
+        if not has_token and not oauth:
+            decision = ratelimit.hit(_key(request), limit)
+            request.rate_limit = decision  # type: ignore[attr-defined]  # the RateLimit-* headers
+            return self.get_response(request) if decision.admitted else _too_many(request, decision)
+        if oauth:
+            decision = ratelimit.hit(_key(request), limit, record=False)
+            if not decision.admitted:
+                request.rate_limit = decision  # type: ignore[attr-defined]
+                return _too_many(request, decision)
+        response = self.get_response(request)
+        if response.status_code == 401 or (oauth and response.status_code >= 400 and response.status_code != 429):
+            decision = ratelimit.hit(_key(request), limit)
+            if getattr(request, "rate_limit", None) is None:
+                request.rate_limit = decision  # type: ignore[attr-defined]
+            if not decision.admitted:
+                return _too_many(request, decision)
+        return response

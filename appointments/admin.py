@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from appointments import services
 from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
 from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
 
 
 @admin.register(WeeklySession)
@@ -41,7 +42,7 @@ class BranchHolidayAdmin(admin.ModelAdmin):
     date_hierarchy = "date"
 
 
-class AppointmentChangeInline(admin.TabularInline):
+class AppointmentChangeInline(NoDeleteInlineMixin, admin.TabularInline):
     model = AppointmentChange
     extra = 0
     can_delete = False
@@ -63,7 +64,7 @@ class AppointmentChangeInline(admin.TabularInline):
 
 
 @admin.register(Appointment)
-class AppointmentAdmin(admin.ModelAdmin):
+class AppointmentAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     """Appointments are booked through the API; here staff follow them and change their status. Every
     action goes through the same services as the API (history row, event, notification)."""
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from billing import services, tax
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, LineItem, Payment
 from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
 from clinic.errors import DomainError, FieldError
 
 
@@ -166,7 +167,7 @@ class PaymentForm(forms.ModelForm):
         return data
 
 
-class PaymentInline(admin.TabularInline):
+class PaymentInline(NoDeleteInlineMixin, admin.TabularInline):
     """Add-only: recorded payments are shown read-only (the database refuses changes anyway)."""
 
     model = Payment
@@ -204,7 +205,7 @@ class InvoiceAdminForm(forms.ModelForm):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(admin.ModelAdmin):
+class InvoiceAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     form = InvoiceAdminForm
     list_display = ["__str__", "date", "branch", "patient", "status", "grand_total", "paid", "balance"]
     list_filter = ["status", "branch", "interstate", "financial_year"]
@@ -347,7 +348,7 @@ class InvoiceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Payment)
-class PaymentAdmin(admin.ModelAdmin):
+class PaymentAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: payments are recorded on their invoice and never changed or deleted."""
 
     list_display = ["payment_date", "invoice", "amount", "payment_mode", "reference", "recorded_at", "recorded_by"]

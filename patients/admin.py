@@ -8,36 +8,45 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
+from clinic.admin_records import (
+    ClinicalInlineMixin,
+    ClinicalRecordAdminMixin,
+    NoDeleteAdminMixin,
+    NoDeleteInlineMixin,
+    RecordHistoryAdminMixin,
+    staff_actor,
+)
 from patients import services
 from patients.identifiers import normalise_aadhaar, normalise_phone
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
 
 
-class InsuranceInline(admin.TabularInline):
+class InsuranceInline(NoDeleteInlineMixin, admin.TabularInline):
     model = Insurance
     extra = 0
 
 
-class DiagnosisInline(admin.TabularInline):
+class DiagnosisInline(ClinicalInlineMixin, admin.TabularInline):
     model = Diagnosis
     extra = 0
 
 
-class AllergyInline(admin.TabularInline):
+class AllergyInline(ClinicalInlineMixin, admin.TabularInline):
     model = Allergy
     extra = 0
 
 
-class MedicationInline(admin.TabularInline):
+class MedicationInline(ClinicalInlineMixin, admin.TabularInline):
     model = Medication
     extra = 0
 
 
-class VisitInline(admin.TabularInline):
+class VisitInline(ClinicalInlineMixin, admin.TabularInline):
     model = Visit
     extra = 0
     autocomplete_fields = ["doctor"]
-    fields = ["type", "start", "end", "branch", "doctor", "department", "reason"]
+    fields = ["type", "start", "end", "branch", "doctor", "department", "reason", "entered_in_error_marker"]
     ordering = ["-start"]
 
 
@@ -90,8 +99,20 @@ class PatientAdminForm(forms.ModelForm):
             raise forms.ValidationError(str(exc)) from None
 
 
+class PatientMergeForm(forms.Form):
+    target = forms.CharField(max_length=32, label="Surviving patient (patient_id, e.g. PAT-000123)")
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
+
+    def clean_target(self) -> Patient:
+        ref = self.cleaned_data["target"].strip()
+        target = Patient.objects.filter(patient_id__iexact=ref).first()
+        if target is None:
+            raise forms.ValidationError(f"No patient {ref}.")
+        return target
+
+
 @admin.register(Patient)
-class PatientAdmin(admin.ModelAdmin):
+class PatientAdmin(NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin):
     form = PatientAdminForm
     list_display = [
         "patient_id",
@@ -105,7 +126,10 @@ class PatientAdmin(admin.ModelAdmin):
     list_filter = ["registration_branch", "gender", "is_active"]
     list_select_related = ["registration_branch"]
     search_fields = ["patient_id", "first_name", "last_name", "phone", "national_health_id"]
-    readonly_fields = ["patient_id", "national_id_masked", "registered_at", "updated_at"]
+    readonly_fields = [
+        "patient_id", "national_id_masked", "registered_at", "updated_at", "merged_into", "merged_at", "record_history"
+    ]  # fmt: skip
+    actions = ["deactivate", "merge"]
     inlines = [InsuranceInline, DiagnosisInline, AllergyInline, MedicationInline, VisitInline]
     show_full_result_count = False
     fieldsets = [
@@ -128,8 +152,56 @@ class PatientAdmin(admin.ModelAdmin):
             {"fields": ["phone", "email", "address_line1", "address_city", "address_state", "address_pincode"]},
         ),
         ("Identifiers", {"fields": ["registration_branch", "national_health_id", "national_id", "national_id_masked"]}),
-        ("History", {"fields": ["registered_at", "updated_at"]}),
+        ("History", {"fields": ["registered_at", "updated_at", "merged_into", "merged_at", "record_history"]}),
     ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A merged record stays inactive: the database refuses reactivating it (patient_merge_consistent).
+        merged = obj is not None and obj.merged_into_id is not None
+        return [*super().get_readonly_fields(request, obj), *(["is_active"] if merged else [])]
+
+    @admin.action(description="Deactivate the selected patients (never deleted)", permissions=["change"])
+    def deactivate(self, request: HttpRequest, queryset: Any) -> Any:
+        reason = reason_confirmation(
+            self,
+            request,
+            queryset,
+            action="deactivate",
+            title="Deactivate patients",
+            intro="Deactivate these patients? Their records stay, readable with their history; an inactive "
+            "registration is no longer a duplicate of a new one. Patients are never deleted.",
+            submit_label="Deactivate",
+        )
+        if not isinstance(reason, str):
+            return reason
+        by = staff_actor(request)
+        apply_to_each(self, request, queryset, lambda p: services.patient_deactivate(patient=p, by=by, reason=reason))
+        return None
+
+    @admin.action(description="Merge the selected duplicate patients into another record", permissions=["change"])
+    def merge(self, request: HttpRequest, queryset: Any) -> Any:
+        confirmed = form_confirmation(
+            self,
+            request,
+            queryset,
+            form_class=PatientMergeForm,
+            action="merge",
+            title="Merge patients",
+            intro="Merge these duplicate registrations into the record that survives? They keep their records, "
+            "are deactivated and point at it; its profile includes their clinical records, and the API "
+            "resolves their ids to it.",
+            submit_label="Merge",
+        )
+        if not isinstance(confirmed, dict):
+            return confirmed
+        by, target, reason = staff_actor(request), confirmed["target"], confirmed["reason"]
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            lambda p: services.patient_merge(source=p, target=target, by=by, reason=reason),
+        )
+        return None
 
     @admin.display(description="national ID")
     def national_id_masked(self, obj: Patient) -> str:
@@ -150,11 +222,44 @@ class PatientAdmin(admin.ModelAdmin):
 
 
 @admin.register(Visit)
-class VisitAdmin(admin.ModelAdmin):
-    list_display = ["patient", "type", "start", "end", "branch", "doctor", "department"]
-    list_filter = ["type", "branch", "department"]
+class VisitAdmin(ClinicalRecordAdminMixin, admin.ModelAdmin):
+    list_display = ["patient", "type", "start", "end", "branch", "doctor", "department", "entered_in_error_flag"]
+    list_filter = ["type", "branch", "department", "entered_in_error"]
     list_select_related = ["patient", "branch", "doctor", "department"]
     search_fields = ["patient__patient_id", "patient__last_name", "doctor__name", "reason"]
     raw_id_fields = ["patient"]
     autocomplete_fields = ["doctor"]
     date_hierarchy = "start"
+
+
+class ClinicalRowAdmin(ClinicalRecordAdminMixin, admin.ModelAdmin):
+    """Diagnoses, allergies and medications on their own pages: where staff mark one entered in error
+    (action) and read its history; they are entered on the patient's page."""
+
+    list_filter = ["entered_in_error"]
+    list_select_related = ["patient"]
+    raw_id_fields = ["patient"]
+    search_fields = ["patient__patient_id", "patient__last_name"]
+
+    def patient_ids_of(self, obj: Any) -> list[Any]:
+        return [obj.patient_id]
+
+
+@admin.register(Diagnosis)
+class DiagnosisAdmin(ClinicalRowAdmin):
+    list_display = ["patient", "code", "description", "onset_date", "status", "entered_in_error_flag"]
+    list_filter = ["status", "entered_in_error"]
+    search_fields = [*ClinicalRowAdmin.search_fields, "code", "description"]
+
+
+@admin.register(Allergy)
+class AllergyAdmin(ClinicalRowAdmin):
+    list_display = ["patient", "substance", "reaction", "severity", "entered_in_error_flag"]
+    list_filter = ["severity", "entered_in_error"]
+    search_fields = [*ClinicalRowAdmin.search_fields, "substance"]
+
+
+@admin.register(Medication)
+class MedicationAdmin(ClinicalRowAdmin):
+    list_display = ["patient", "name", "dosage", "frequency", "start_date", "end_date", "entered_in_error_flag"]
+    search_fields = [*ClinicalRowAdmin.search_fields, "name"]

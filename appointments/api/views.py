@@ -28,8 +28,8 @@ from appointments.models import Appointment
 from appointments.selectors import appointment_get, appointment_list, doctor_branch_resolve
 from appointments.slots import free_cells
 from clinic.api.errors import register_problem
-from clinic.api.pagination import HeaderPagination
-from clinic.api.schema import pagination_parameters
+from clinic.api.pagination import HeaderPagination, PageParams
+from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.views import ClinicAPIView
 from clinic.errors import FieldError, NotFound
 from clinic.selectors import doctor_get
@@ -72,6 +72,7 @@ class AppointmentView(ClinicAPIView):
 
 class SlotListView(ClinicAPIView):
     required_scopes = {"GET": "appointments:read"}
+    query_params = {"GET": (SlotParams,)}
 
     @extend_schema(
         operation_id="appointments_slots",
@@ -84,12 +85,16 @@ class SlotListView(ClinicAPIView):
             "client. The whole day is returned (not paginated). Scope: `appointments:read`."
         ),
         parameters=[
-            OpenApiParameter("doctor_id", str, required=True, description="Doctor UUID (404 if unknown)."),
-            OpenApiParameter("date", str, required=True, description="Local date, YYYY-MM-DD."),
-            OpenApiParameter("branch_id", str, description="Branch UUID; required for doctors at several branches."),
-            OpenApiParameter("duration", int, description="Cell length in minutes, 5..240 (default: the doctor's)."),
+            OpenApiParameter(
+                "X-Total-Count",
+                int,
+                location=OpenApiParameter.HEADER,
+                response=[200],
+                required=True,
+                description="Number of free slots returned.",
+            )
         ],
-        responses={200: schema.SlotSchema},
+        responses={200: schema.SlotSchema, 404: OpenApiResponse(description="`not_found`: no such doctor.")},
         examples=[
             OpenApiExample(
                 "Morning slots",
@@ -122,6 +127,7 @@ class SlotListView(ClinicAPIView):
 
 class AppointmentListCreateView(AppointmentView):
     required_scopes = {"GET": "appointments:read", "POST": "appointments:write"}
+    query_params = {"GET": (PageParams, AppointmentListParams)}
 
     @extend_schema(
         operation_id="appointments_list",
@@ -131,16 +137,7 @@ class AppointmentListCreateView(AppointmentView):
             "`date_to` are the branch-local day of the slot. A `patient_id`, `doctor_id` or `branch_id` that does "
             "not exist (or is not visible to the client) is a 400 naming it. Scope: `appointments:read`."
         ),
-        parameters=[
-            *pagination_parameters(),
-            OpenApiParameter("patient_id", str, description="Patient UUID or patient_id (PAT-000123)."),
-            OpenApiParameter("doctor_id", str, description="Doctor UUID."),
-            OpenApiParameter("branch_id", str, description="Branch UUID."),
-            OpenApiParameter("date", str, description="Local day of the slot, YYYY-MM-DD."),
-            OpenApiParameter("date_from", str, description="From this local day (inclusive)."),
-            OpenApiParameter("date_to", str, description="Up to this local day (inclusive)."),
-            OpenApiParameter("status", str, enum=list(Appointment.Status.values), description="One status."),
-        ],
+        parameters=pagination_parameters(),
         responses={200: OpenApiResponse(schema.AppointmentSchema(many=True), description="A bare JSON array.")},
         examples=[OpenApiExample("Appointments", response_only=True, value=[schema.APPOINTMENT])],
     )
@@ -168,6 +165,7 @@ class AppointmentListCreateView(AppointmentView):
             "notifications are enabled. Honours `Idempotency-Key`. Scope: `appointments:write`."
         ),
         request=BookingSerializer,
+        parameters=[location_header("/api/v1/appointments/{id}")],
         responses={201: schema.AppointmentSchema, 409: OpenApiResponse(description="`slot_unavailable`.")},
         examples=[
             OpenApiExample(
@@ -224,6 +222,7 @@ def _patient_param(view: ClinicAPIView, ref: str | None) -> Patient | None:
 
 class AppointmentDetailView(AppointmentView):
     required_scopes = {"GET": "appointments:read", "DELETE": "appointments:write"}
+    query_params = {"DELETE": (CancelParams,)}
 
     @extend_schema(
         operation_id="appointments_retrieve",
@@ -246,10 +245,7 @@ class AppointmentDetailView(AppointmentView):
             "cancelled appointment and is not reused; the slot becomes free. Notifies the patient when "
             "notifications are enabled. Scope: `appointments:write`."
         ),
-        parameters=[
-            _ID,
-            OpenApiParameter("reason", str, required=True, description="Why the appointment is cancelled."),
-        ],
+        parameters=[_ID],
         responses={
             200: schema.AppointmentSchema,
             404: _NOT_FOUND,
@@ -270,6 +266,7 @@ class AppointmentDetailView(AppointmentView):
 
 class AppointmentRescheduleView(AppointmentView):
     required_scopes = {"PATCH": "appointments:write"}
+    partial_patch = False  # the new slot is required: a move, not a partial update
 
     @extend_schema(
         operation_id="appointments_reschedule",

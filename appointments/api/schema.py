@@ -19,6 +19,8 @@ SlotSchema = inline_serializer(
 class AppointmentSchema(serializers.Serializer):
     """The appointment object of the responses and events."""
 
+    openapi_description = "An appointment, as the API returns it and the appointment events carry it."
+
     appointment_id = serializers.UUIDField()
     token_number = serializers.IntegerField(help_text="Queue position, per doctor per branch-local day.")
     status = serializers.ChoiceField(choices=Appointment.Status.choices)

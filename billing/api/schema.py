@@ -3,12 +3,11 @@ their bodies with billing.api.serializers)."""
 
 from __future__ import annotations
 
-import json
 from copy import deepcopy
 from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 
 from billing.models import Invoice, Payment
@@ -33,14 +32,20 @@ InvoiceSummarySchema = inline_serializer(
     },
 )
 
-_payment_fields: dict[str, serializers.Field] = {
-    "id": serializers.UUIDField(),
-    "amount": _money(),
-    "payment_mode": serializers.ChoiceField(choices=Payment.Mode.values),
-    "reference": serializers.CharField(allow_null=True, help_text="Null for a cash payment without one."),
-    "payment_date": serializers.DateField(),
-    "recorded_at": serializers.DateTimeField(help_text="With the branch's UTC offset."),
-}
+
+@extend_schema_serializer(component_name="Payment")
+class PaymentSchema(serializers.Serializer):
+    """A recorded payment (billing.api.serializers.payment_representation builds it)."""
+
+    openapi_description = "A payment received against an invoice; payments are never changed or reversed."
+
+    id = serializers.UUIDField()
+    amount = _money()
+    payment_mode = serializers.ChoiceField(choices=Payment.Mode.values)
+    reference = serializers.CharField(allow_null=True, help_text="Null for a cash payment without one.")
+    payment_date = serializers.DateField()
+    recorded_at = serializers.DateTimeField(help_text="With the branch's UTC offset.")
+
 
 InvoiceDetailSchema = inline_serializer(
     "InvoiceDetail",
@@ -98,7 +103,7 @@ InvoiceDetailSchema = inline_serializer(
                 "grand_total": _money(),
             },
         ),
-        "payments": inline_serializer("InvoicePayment", _payment_fields, many=True),
+        "payments": PaymentSchema(many=True),
         "paid": _money(),
         "balance": _money(),
     },
@@ -107,7 +112,7 @@ InvoiceDetailSchema = inline_serializer(
 PaymentResultSchema = inline_serializer(
     "PaymentRecorded",
     {
-        "payment": inline_serializer("RecordedPayment", _payment_fields),
+        "payment": PaymentSchema(),
         "invoice": inline_serializer(
             "PaidInvoice",
             {
@@ -364,11 +369,9 @@ def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any)
     }
 
 
-def error_examples(*problems: dict[str, Any]) -> str:
-    """Example problem bodies as a description section. The error responses themselves carry only the
-    shared Problem schema (clinic.api.schema), so operation-specific examples are documented here."""
-    bodies = "\n\n".join(f"```json\n{json.dumps(problem, indent=2)}\n```" for problem in problems)
-    return f"\n\nExample errors:\n\n{bodies}"
+def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
+    """A problem body as the example of its status on the operation's error response."""
+    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)
 
 
 INVALID_STATE_PAYMENT = _problem(

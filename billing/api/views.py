@@ -28,8 +28,8 @@ from billing.api.serializers import (
 )
 from billing.models import Invoice
 from clinic.api.errors import register_problem
-from clinic.api.pagination import HeaderPagination
-from clinic.api.schema import pagination_parameters
+from clinic.api.pagination import HeaderPagination, PageParams
+from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.views import ClinicAPIView
 
 register_problem(
@@ -42,6 +42,7 @@ register_problem(
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
 _DETAIL = OpenApiResponse(schema.InvoiceDetailSchema, description="The invoice detail.")
+_INVALID = OpenApiResponse(description="`validation_error` (`errors` names every bad field) or `unknown_parameter`.")
 
 
 class InvoiceView(ClinicAPIView):
@@ -58,6 +59,7 @@ class InvoiceView(ClinicAPIView):
 
 class InvoiceListCreateView(InvoiceView):
     required_scopes = {"GET": "billing:read", "POST": "billing:write"}
+    query_params = {"GET": (PageParams, InvoiceListParams)}
 
     @extend_schema(
         operation_id="billing_invoices_list",
@@ -67,14 +69,7 @@ class InvoiceListCreateView(InvoiceView):
             "created, then id). `date_from`/`date_to` are inclusive invoice dates. A `patient_id` or `branch_id` "
             "that does not exist or is not visible to the client is a 400 naming it. Scope: `billing:read`."
         ),
-        parameters=[
-            *pagination_parameters(),
-            OpenApiParameter("patient_id", str, description="Patient UUID or patient_id (PAT-000123)."),
-            OpenApiParameter("status", str, enum=list(Invoice.Status.values), description="One status."),
-            OpenApiParameter("date_from", str, description="Invoices dated on or after this day (YYYY-MM-DD)."),
-            OpenApiParameter("date_to", str, description="Invoices dated on or before this day (YYYY-MM-DD)."),
-            OpenApiParameter("branch_id", str, description="Branch UUID."),
-        ],
+        parameters=pagination_parameters(),
         responses={200: OpenApiResponse(schema.InvoiceSummarySchema, description="A bare JSON array.")},
         examples=[schema.LIST_EXAMPLE],
     )
@@ -104,11 +99,12 @@ class InvoiceListCreateView(InvoiceView):
             "and SGST halves, CGST taking an odd paisa (tax 0.05 -> 0.03 + 0.02); otherwise IGST. The treatment "
             "is fixed when the invoice is created. Totals are the exact sums of the lines. "
             "Honours `Idempotency-Key`. Scope: `billing:write`."
-        )
-        + schema.error_examples(schema.BAD_LINE),
+        ),
         request=InvoiceCreateSerializer,
-        responses={201: _DETAIL},
+        parameters=[location_header("/api/v1/billing/invoices/{id}")],
+        responses={201: _DETAIL, 400: _INVALID},
         examples=[
+            schema.error_example("Discount above the line", schema.BAD_LINE),
             schema.CREATE_REQUEST,
             schema.CREATED_FINALIZED_EXAMPLE,
             schema.DRAFT_EXAMPLE,
@@ -156,8 +152,7 @@ class InvoiceDetailView(InvoiceView):
             "Only drafts are editable: `date` and/or `line_items` (which, when sent, replace every line; the "
             "same rules as creation). Totals are recomputed. 409 `invalid_state` once finalized or cancelled. "
             "Honours `Idempotency-Key`. Scope: `billing:write`."
-        )
-        + schema.error_examples(schema.INVALID_STATE_EDIT),
+        ),
         parameters=[_ID],
         request=InvoiceUpdateSerializer,
         responses={
@@ -165,7 +160,11 @@ class InvoiceDetailView(InvoiceView):
             404: _NOT_FOUND,
             409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft."),
         },
-        examples=[schema.UPDATE_REQUEST, schema.EDITED_EXAMPLE],
+        examples=[
+            schema.UPDATE_REQUEST,
+            schema.EDITED_EXAMPLE,
+            schema.error_example("Not a draft", schema.INVALID_STATE_EDIT),
+        ],
     )
     def patch(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -187,8 +186,7 @@ class InvoiceFinalizeView(InvoiceView):
             "financial year of its date, e.g. `BLR/2026-27/00042`. Numbers are consecutive per branch and "
             "year, without gaps or repeats, also under concurrency. Takes no body. 409 `invalid_state` when "
             "not a draft. Honours `Idempotency-Key`. Scope: `billing:write`."
-        )
-        + schema.error_examples(schema.INVALID_STATE_FINALIZE),
+        ),
         parameters=[_ID],
         request=None,
         responses={
@@ -196,7 +194,7 @@ class InvoiceFinalizeView(InvoiceView):
             404: _NOT_FOUND,
             409: OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft."),
         },
-        examples=[schema.FINALIZED_EXAMPLE],
+        examples=[schema.FINALIZED_EXAMPLE, schema.error_example("Not a draft", schema.INVALID_STATE_FINALIZE)],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -214,8 +212,7 @@ class InvoiceCancelView(InvoiceView):
             "A draft, or a finalized invoice with nothing paid, becomes `cancelled`; `reason` is required. A "
             "cancelled finalized invoice keeps its number (the series has no gaps). 409 `invalid_state` once "
             "anything is paid, or when already cancelled. Honours `Idempotency-Key`. Scope: `billing:write`."
-        )
-        + schema.error_examples(schema.INVALID_STATE_CANCEL),
+        ),
         parameters=[_ID],
         request=CancelSerializer,
         responses={
@@ -225,7 +222,11 @@ class InvoiceCancelView(InvoiceView):
                 description="`invalid_state` (with `current_status`): partially paid, paid or already cancelled."
             ),
         },
-        examples=[schema.CANCEL_REQUEST, schema.CANCELLED_EXAMPLE],
+        examples=[
+            schema.CANCEL_REQUEST,
+            schema.CANCELLED_EXAMPLE,
+            schema.error_example("Already paid in part", schema.INVALID_STATE_CANCEL),
+        ],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -250,19 +251,25 @@ class PaymentCreateView(InvoiceView):
             "invoices; 409 `duplicate_payment` for a second payment with the same mode and reference on the "
             "invoice. Payments cannot be changed or reversed. Honours `Idempotency-Key` (a retry with the same "
             "key replays the 201 without paying twice). Scope: `billing:write`."
-        )
-        + schema.error_examples(schema.OVERPAYMENT, schema.INVALID_STATE_PAYMENT, schema.DUPLICATE_PAYMENT),
+        ),
         parameters=[_ID],
         request=PaymentSerializer,
         responses={
             201: OpenApiResponse(schema.PaymentResultSchema, description="The payment and the invoice's new state."),
+            400: _INVALID,
             404: _NOT_FOUND,
             409: OpenApiResponse(
                 description="`invalid_state` (draft, cancelled or paid; with `current_status`) or `duplicate_payment` "
                 "(with `payment_mode` and `reference`)."
             ),
         },
-        examples=[schema.PAYMENT_REQUEST, schema.PAYMENT_EXAMPLE],
+        examples=[
+            schema.PAYMENT_REQUEST,
+            schema.PAYMENT_EXAMPLE,
+            schema.error_example("More than the balance", schema.OVERPAYMENT),
+            schema.error_example("Draft invoice", schema.INVALID_STATE_PAYMENT),
+            schema.error_example("Duplicate payment", schema.DUPLICATE_PAYMENT),
+        ],
     )
     def post(self, request: Request, id: str) -> Response:
         invoice = self.invoice(id)
@@ -283,6 +290,7 @@ class PaymentCreateView(InvoiceView):
 
 class SummaryView(ClinicAPIView):
     required_scopes = {"GET": "billing:read"}
+    query_params = {"GET": (SummaryParams,)}
 
     @extend_schema(
         operation_id="billing_summary",
@@ -296,11 +304,6 @@ class SummaryView(ClinicAPIView):
             "billed lines by department name. Computed by SQL aggregation, exact to the paisa. "
             "Scope: `billing:read`."
         ),
-        parameters=[
-            OpenApiParameter("date_from", str, required=True, description="First invoice/payment date, YYYY-MM-DD."),
-            OpenApiParameter("date_to", str, required=True, description="Last invoice/payment date, YYYY-MM-DD."),
-            OpenApiParameter("branch_id", str, description="Only this branch (UUID)."),
-        ],
         responses={200: schema.SummarySchema},
         examples=[schema.SUMMARY_EXAMPLE],
     )

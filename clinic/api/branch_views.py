@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from clinic.api.pagination import HeaderPagination
+from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import list_responses, pagination_parameters
 from clinic.api.views import ClinicAPIView
 from clinic.models import Branch
@@ -20,17 +20,20 @@ class BranchSerializer(serializers.ModelSerializer):
         fields = ["id", "code", "name", "state", "gstin", "time_zone", "cancellation_window_minutes", "city"]
 
 
+class BranchListParams(serializers.Serializer):
+    # Declares the parameter (ClinicAPIView.query_params); the view reads it as sent.
+    state = serializers.CharField(required=False, help_text="Only branches in this Indian state (case-insensitive).")
+
+
 class BranchListView(ClinicAPIView):
     required_scopes = {"GET": "appointments:read"}
+    query_params = {"GET": (PageParams, BranchListParams)}
 
     @extend_schema(
         operation_id="branches_list",
         summary="List branches",
         description="The branches this client may see, ordered by code. Scope: `appointments:read`.",
-        parameters=[
-            *pagination_parameters(),
-            OpenApiParameter("state", str, description="Only branches in this Indian state (case-insensitive)."),
-        ],
+        parameters=pagination_parameters(),
         responses=list_responses(BranchSerializer),
         examples=[
             OpenApiExample(

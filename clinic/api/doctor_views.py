@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from clinic.api.pagination import HeaderPagination
+from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import pagination_parameters
 from clinic.api.views import ClinicAPIView
 from clinic.models import Doctor
@@ -24,6 +24,8 @@ class DoctorDepartmentSchema(serializers.Serializer):
 
 class DoctorSchema(serializers.Serializer):
     """The doctor representation, for the OpenAPI document (doctor_data builds it)."""
+
+    openapi_description = "A doctor, with the branches (visible to this client) where they consult."
 
     id = serializers.UUIDField()
     name = serializers.CharField()
@@ -42,8 +44,10 @@ _EXAMPLE = {
 
 
 class DoctorListParams(serializers.Serializer):
-    branch_id = serializers.UUIDField(required=False)
-    department = serializers.CharField(required=False, max_length=100, help_text="Department name or id.")
+    branch_id = serializers.UUIDField(required=False, help_text="Only doctors consulting at this branch.")
+    department = serializers.CharField(
+        required=False, max_length=100, help_text="Department name (case-insensitive) or id."
+    )
 
 
 def doctor_data(doctor: Doctor, client: ApiClient) -> dict[str, Any]:
@@ -61,16 +65,13 @@ def doctor_data(doctor: Doctor, client: ApiClient) -> dict[str, Any]:
 
 class DoctorListView(ClinicAPIView):
     required_scopes = {"GET": "appointments:read"}
+    query_params = {"GET": (PageParams, DoctorListParams)}
 
     @extend_schema(
         operation_id="doctors_list",
         summary="List doctors",
         description="Active doctors at the branches this client may see, by name. Scope: `appointments:read`.",
-        parameters=[
-            *pagination_parameters(),
-            OpenApiParameter("branch_id", str, description="Only doctors consulting at this branch (UUID)."),
-            OpenApiParameter("department", str, description="Department name (case-insensitive) or id."),
-        ],
+        parameters=pagination_parameters(),
         responses={200: DoctorSchema(many=True)},
         examples=[OpenApiExample("Doctors", response_only=True, value=[_EXAMPLE])],
     )

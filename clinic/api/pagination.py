@@ -17,16 +17,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
-
 # Pages past this are refused (400) rather than sent to PostgreSQL: OFFSET is a bigint, and a page such as
 # 10**18 overflowed it (a 500). A billion pages of 100 is far beyond any list this service holds.
 MAX_PAGE = 1_000_000_000
 
 
 class PageParams(serializers.Serializer):
-    page = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=1)
+    page = serializers.IntegerField(
+        min_value=1, max_value=MAX_PAGE, default=1, help_text="Page number; a page past the end is `[]`."
+    )
     per_page = serializers.IntegerField(
-        min_value=1, max_value=settings.API_PAGE_SIZE_MAX, default=settings.API_PAGE_SIZE_DEFAULT
+        min_value=1,
+        max_value=settings.API_PAGE_SIZE_MAX,
+        default=settings.API_PAGE_SIZE_DEFAULT,
+        help_text="Items per page.",
     )
 
 

@@ -1,17 +1,22 @@
-"""The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH."""
+"""The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH, and
+the refusal of query parameters the operation does not declare (CONTRACT section 1)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any, cast
 from uuid import UUID
 
 from django.http import HttpRequest, HttpResponseBase
+from rest_framework import serializers
 from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from clinic.api.schema import ClinicAutoSchema
+from clinic.errors import DomainError
 from integrations import idempotency
 from integrations.authentication import request_client
 from integrations.models import ApiClient
@@ -20,10 +25,28 @@ IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+class UnknownParameter(DomainError):
+    status = 400
+    code = "unknown_parameter"
+    title = "Unknown query parameter"
+
+
+@cache
+def accepted_parameters(declared: tuple[type[serializers.Serializer], ...]) -> frozenset[str]:
+    return frozenset(name for serializer in declared for name in serializer().fields)
+
+
 class ClinicAPIView(APIView):
-    """Subclasses declare `required_scopes = {"GET": "<scope>", ...}`: exactly one scope per operation."""
+    """Subclasses declare `required_scopes = {"GET": "<scope>", ...}`: exactly one scope per operation, and
+    `query_params = {"GET": (PageParams, FooListParams)}`: the serializers that validate each method's query
+    parameters. That one declaration decides which parameters are accepted (any other is a 400
+    `unknown_parameter`: a typo such as `?serach=` must not silently return everything) and is what the
+    OpenAPI document lists (ClinicAutoSchema), so the two cannot drift apart. A method not named takes none.
+    """
 
     required_scopes: dict[str, str] = {}
+    query_params: dict[str, tuple[type[serializers.Serializer], ...]] = {}
+    schema = ClinicAutoSchema()
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         # DRF's APIView.dispatch, with the handler run through the idempotency layer when asked for.
@@ -33,6 +56,7 @@ class ClinicAPIView(APIView):
         self.headers = self.default_response_headers
         try:
             self.initial(drf_request, *args, **kwargs)
+            self._refuse_unknown_parameters(drf_request)
             self._refuse_unreadable_body(drf_request)
             key = drf_request.headers.get(idempotency.HEADER)
             if key is not None and drf_request.method in IDEMPOTENT_METHODS:
@@ -49,6 +73,21 @@ class ClinicAPIView(APIView):
         # finalize_response handles plain HttpResponses too (an idempotent replay is one).
         self.response = self.finalize_response(drf_request, cast(Response, response), *args, **kwargs)
         return self.response
+
+    def _refuse_unknown_parameters(self, request: Request) -> None:
+        """400 naming every query parameter the operation does not declare, before the handler runs (so a
+        refused request changes nothing and records no idempotency key). HEAD takes GET's parameters."""
+        method = "GET" if request.method == "HEAD" else (request.method or "")
+        accepted = accepted_parameters(self.query_params.get(method, ()))
+        unknown = [name for name in request.query_params if name not in accepted]
+        if unknown:
+            raise UnknownParameter(
+                "Unknown query parameter" + ("s: " if len(unknown) > 1 else ": ") + ", ".join(unknown) + ".",
+                errors=[
+                    {"field": name, "code": "unknown_parameter", "message": "Unknown query parameter."}
+                    for name in unknown
+                ],
+            )
 
     def _refuse_unreadable_body(self, request: Request) -> None:
         """415 for a body no parser reads, decided before the handler (and any idempotency record).

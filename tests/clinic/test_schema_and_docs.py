@@ -131,7 +131,8 @@ def test_the_branch_list_documents_its_errors_and_pagination_headers(schema):
     assert operation["x-required-scope"] == "appointments:read"
     for status in ("400", "401", "403", "429"):
         content = operation["responses"][status]["content"]
-        assert content == {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}, status
+        assert list(content) == ["application/problem+json"], status
+        assert content["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}, status
     ok = operation["responses"]["200"]
     assert ok["content"]["application/json"]["schema"]["type"] == "array"
     assert {"X-Total-Count", "Link", "X-Request-ID"} <= set(ok["headers"])
@@ -177,13 +178,14 @@ def test_path_parameters_match_the_path_template(schema):
 
 
 def test_every_error_response_outside_auth_is_a_problem(schema):
-    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for method, path, operation in operations(schema):
         if path.startswith("/api/v1/auth/"):
             continue
         for status, response in operation["responses"].items():
             if status[0] in "45":
-                assert response["content"] == problem, (method, path, status)
+                assert list(response["content"]) == ["application/problem+json"], (method, path, status)
+                media = response["content"]["application/problem+json"]
+                assert media["schema"] == {"$ref": "#/components/schemas/Problem"}, (method, path, status)
 
 
 def test_the_problem_schema_describes_rfc_9457_bodies(schema):
@@ -192,9 +194,15 @@ def test_the_problem_schema_describes_rfc_9457_bodies(schema):
     assert problem["type"] == "object"
     assert set(problem["required"]) == {"type", "title", "status", "code", "request_id"}
     assert {"type", "title", "status", "detail", "code", "request_id", "errors"} <= set(problem["properties"])
-    assert {"validation_error", "idempotency_key_reused", "idempotency_key_in_use", "internal_error"} <= set(
-        problem["properties"]["code"]["enum"]
-    )
+    description = problem["properties"]["code"]["description"]
+    for code in (
+        "validation_error",
+        "unknown_parameter",
+        "idempotency_key_reused",
+        "duplicate_patient",
+        "internal_error",
+    ):
+        assert f"`{code}`" in description, code
 
 
 def test_the_test_only_endpoints_are_not_in_the_schema(schema):
@@ -242,3 +250,262 @@ def test_errors_of_the_schema_and_docs_views_are_json_problems(client, method, p
     assert response["Content-Type"] == "application/problem+json"
     body = json.loads(response.content)
     assert (body["status"], body["code"], body["request_id"]) == (status, code, response["X-Request-ID"])
+
+
+# --- What generated clients rely on (issue 13, item 7) ------------------------------------------------
+
+
+def _walk(node: Any) -> Any:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def _operation(schema: dict[str, Any], operation_id: str) -> dict[str, Any]:
+    (found,) = [op for _, _, op in operations(schema) if op.get("operationId") == operation_id]
+    return found
+
+
+def test_enum_values_have_safe_distinct_names_for_generated_clients(schema):
+    blood_group = schema["components"]["schemas"]["BloodGroupEnum"]
+
+    assert blood_group["enum"] == ["A+", "A-", "B+", "B-", "AB+", "AB-", "O+", "O-"]
+    assert blood_group["x-enum-varnames"] == [
+        "A_POSITIVE",
+        "A_NEGATIVE",
+        "B_POSITIVE",
+        "B_NEGATIVE",
+        "AB_POSITIVE",
+        "AB_NEGATIVE",
+        "O_POSITIVE",
+        "O_NEGATIVE",
+    ]
+    string_enums = [
+        n for n in _walk(schema) if isinstance(n.get("enum"), list) and all(isinstance(v, str) for v in n["enum"])
+    ]
+    assert len(string_enums) > 10
+    for node in string_enums:
+        names = node["x-enum-varnames"]
+        assert len(names) == len(node["enum"]) == len(set(names)), node
+        assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", name) for name in names), names
+
+
+def test_recording_a_payment_declares_the_payment_and_the_invoice_it_returns(schema):
+    response = _operation(schema, "billing_invoices_payments_create")["responses"]["201"]
+    components = schema["components"]["schemas"]
+
+    assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PaymentRecorded"}
+    recorded = components["PaymentRecorded"]
+    assert set(recorded["required"]) == {"payment", "invoice"}
+    assert recorded["properties"]["payment"] == {"$ref": "#/components/schemas/Payment"}
+    assert set(components["Payment"]["required"]) == {
+        "id",
+        "amount",
+        "payment_mode",
+        "reference",
+        "payment_date",
+        "recorded_at",
+    }
+    assert set(components["PaidInvoice"]["required"]) == {"id", "status", "paid", "balance"}
+
+
+def test_reschedule_requires_the_new_slot(schema):
+    body = _operation(schema, "appointments_reschedule")["requestBody"]
+    ref = body["content"]["application/json"]["schema"]["$ref"]
+    component = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+
+    assert body["required"] is True
+    assert set(component["required"]) == {"new_slot_start", "new_slot_end"}
+    assert component["properties"]["new_slot_start"]["format"] == "date-time"
+
+
+def _query(schema: dict[str, Any], operation_id: str) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in _operation(schema, operation_id)["parameters"] if p["in"] == "query"}
+
+
+def test_the_servers_rules_are_in_the_schema(schema):
+    components = schema["components"]["schemas"]
+    patients = _query(schema, "patients_list")
+    assert patients["page"]["schema"]["minimum"] == 1
+    assert (patients["per_page"]["schema"]["minimum"], patients["per_page"]["schema"]["maximum"]) == (1, 100)
+    assert patients["search"]["schema"]["minLength"] == 2
+    assert patients["branch_id"]["schema"]["format"] == "uuid"
+    assert patients["registered_after"]["schema"]["format"] == "date"
+    slots = _query(schema, "appointments_slots")
+    assert (slots["duration"]["schema"]["minimum"], slots["duration"]["schema"]["maximum"]) == (5, 240)
+    assert slots["doctor_id"]["required"] is True
+    assert slots["date"]["required"] is True
+    assert _query(schema, "appointments_cancel")["reason"]["required"] is True
+    create = components["InvoiceCreateRequest"]["properties"]
+    assert (create["line_items"]["minItems"], create["line_items"]["maxItems"]) == (1, 100)
+    line = components["LineItemInputRequest"]["properties"]
+    assert (line["rate"]["type"], line["rate"]["format"], line["rate"]["multipleOf"]) == ("number", "decimal", 0.01)
+    assert (line["tax_rate"]["minimum"], line["tax_rate"]["maximum"]) == (0, 100)
+    for name in ("amount",):
+        assert components["PaymentRequest"]["properties"][name]["multipleOf"] == 0.01
+    for name in ("total", "paid", "balance"):
+        assert components["InvoiceSummary"]["properties"][name]["format"] == "decimal"
+    patient = components["PatientWriteRequest"]
+    assert set(patient["required"]) == {"first_name", "last_name", "date_of_birth", "gender", "phone"}
+    assert patient["properties"]["first_name"]["maxLength"] == 100
+    assert patient["properties"]["address"] == {"$ref": "#/components/schemas/AddressRequest"}
+    pincode = components["AddressRequest"]["properties"]["pincode"]["oneOf"]
+    assert {"type": "string", "pattern": "^[1-9][0-9]{5}$"} in pincode
+
+
+def test_there_is_a_relative_server(schema):
+    assert schema["servers"] == [{"url": "/", "description": "This server."}]
+
+
+def test_every_registered_event_kind_is_a_documented_webhook(schema):
+    from integrations.webhook_models import WebhookEventType
+
+    assert set(schema["webhooks"]) == set(WebhookEventType.values)
+    assert {
+        "appointment.booked",
+        "appointment.rescheduled",
+        "appointment.cancelled",
+        "appointment.checked_in",
+        "appointment.completed",
+        "appointment.no_show",
+    } <= set(schema["webhooks"])
+    for kind, item in schema["webhooks"].items():
+        operation = item["post"]
+        headers = {p["name"] for p in operation["parameters"] if p["in"] == "header" and p["required"]}
+        assert headers == {"webhook-id", "webhook-timestamp", "webhook-signature"}, kind
+        envelope = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert envelope["required"] == ["id", "type", "timestamp", "data"]
+        assert envelope["properties"]["type"]["enum"] == [kind]
+        assert envelope["properties"]["timestamp"]["format"] == "date-time"
+        data = envelope["properties"]["data"]
+        assert data["properties"]["appointment"] == {"$ref": "#/components/schemas/Appointment"}
+        assert ("previous" in data["properties"]) is (kind == "appointment.rescheduled"), kind
+
+
+def test_create_operations_link_to_the_operations_that_take_their_ids(schema):
+    expected = {
+        "patients_create": ("$response.body#/id", {"patients_retrieve", "patients_partial_update"}),
+        "appointments_create": (
+            "$response.body#/appointment_id",
+            {
+                "appointments_retrieve",
+                "appointments_reschedule",
+                "appointments_cancel",
+                "appointments_check_in",
+                "appointments_complete",
+                "appointments_no_show",
+            },
+        ),
+        "billing_invoices_create": (
+            "$response.body#/id",
+            {
+                "billing_invoices_retrieve",
+                "billing_invoices_partial_update",
+                "billing_invoices_finalize",
+                "billing_invoices_cancel",
+                "billing_invoices_payments_create",
+            },
+        ),
+    }
+    operation_ids = {op["operationId"] for _, _, op in operations(schema)}
+    for source, (expression, targets) in expected.items():
+        links = _operation(schema, source)["responses"]["201"]["links"]
+        assert set(links) == targets, source
+        for target, link in links.items():
+            assert link["operationId"] == target in operation_ids
+            assert link["parameters"] == {"id": expression}
+
+
+def test_the_problem_code_is_an_open_string_and_the_extra_members_are_typed(schema):
+    problem = schema["components"]["schemas"]["Problem"]
+    properties = problem["properties"]
+
+    assert properties["code"]["type"] == "string"
+    assert "enum" not in properties["code"]
+    assert properties["existing_id"]["format"] == "uuid"
+    assert properties["cancellable_until"]["format"] == "date-time"
+    for name in ("existing_patient_id", "current_status", "payment_mode", "reference"):
+        assert properties[name]["type"] == "string", name
+        assert name not in problem["required"]
+    assert "example" not in problem
+
+
+def test_every_error_status_has_its_own_correct_example(schema):
+    from clinic.api.errors import PROBLEM_KINDS
+
+    checked = 0
+    for method, path, operation in operations(schema):
+        if path.startswith("/api/v1/auth/"):
+            continue
+        for status, response in operation["responses"].items():
+            if status[0] not in "45":
+                continue
+            examples = response["content"]["application/problem+json"]["examples"]
+            assert examples, (method, path, status)
+            for name, example in examples.items():
+                value = example["value"]
+                assert value["status"] == int(status), (method, path, status, name)
+                assert PROBLEM_KINDS[value["code"]].status == int(status), (method, path, status, name)
+                assert value["type"] == f"/api/v1/problems/{value['code']}"
+                assert ("errors" in value) is (status == "400")
+                checked += 1
+    assert checked > 100
+    duplicate = _operation(schema, "patients_create")["responses"]["409"]["content"]["application/problem+json"]
+    assert {e["value"]["code"] for e in duplicate["examples"].values()} >= {"duplicate_patient"}
+    forbidden = _operation(schema, "billing_summary")["responses"]["403"]["content"]["application/problem+json"]
+    (value,) = [e["value"] for e in forbidden["examples"].values()]
+    assert value["detail"] == "This operation requires the scope billing:read."
+
+
+def test_list_examples_are_the_array_itself_not_wrapped_in_another(schema):
+    lists = 0
+    for method, path, operation in operations(schema):
+        media = operation["responses"].get("200", {}).get("content", {}).get("application/json", {})
+        if media.get("schema", {}).get("type") != "array":
+            continue
+        lists += 1
+        for example in media.get("examples", {}).values():
+            assert isinstance(example["value"], list), (method, path)
+            assert example["value"], (method, path)
+            assert all(isinstance(item, dict) for item in example["value"]), (method, path)
+    assert lists == 6
+
+
+def test_component_descriptions_do_not_leak_implementation_notes(schema):
+    text = json.dumps(schema["components"]["schemas"])
+    for leak in ("StrictSerializer", "context=", "partial=True", "Needs context", "doctor_data", "for the OpenAPI"):
+        assert leak not in text, leak
+
+
+def test_status_codes_and_headers_are_declared(schema):
+    for method, path, operation in operations(schema):
+        for status, response in operation["responses"].items():
+            headers = response["headers"]
+            assert headers["X-Request-ID"]["required"] is True, (method, path, status)
+            assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(headers), (method, path, status)
+            if status in ("429", "503"):
+                assert headers["Retry-After"]["required"] is True, (method, path, status)
+            if status == "401" and not path.startswith("/api/v1/auth/"):
+                assert headers["WWW-Authenticate"]["required"] is True, (method, path)
+            if method in ("post", "patch") and not path.startswith("/api/v1/auth/"):
+                assert "Idempotent-Replayed" in headers, (method, path, status)
+    for operation_id in ("patients_create", "appointments_create", "billing_invoices_create"):
+        assert _operation(schema, operation_id)["responses"]["201"]["headers"]["Location"]["required"] is True
+    assert "Location" not in _operation(schema, "billing_invoices_payments_create")["responses"]["201"]["headers"]
+    slots = _operation(schema, "appointments_slots")["responses"]
+    assert "404" in slots
+    assert slots["200"]["headers"]["X-Total-Count"]["required"] is True
+    for operation_id in (
+        "patients_list",
+        "appointments_list",
+        "billing_invoices_list",
+        "branches_list",
+        "doctors_list",
+    ):
+        assert {"X-Total-Count", "Link"} <= set(_operation(schema, operation_id)["responses"]["200"]["headers"])
+    revoke = schema["paths"]["/api/v1/auth/revoke"]["post"]["responses"]
+    assert {"200", "400", "401", "403", "429"} <= set(revoke)

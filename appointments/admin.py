@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from appointments import services
 from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
 from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_audit import PatientDataAuditMixin
 from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
 
 
@@ -64,7 +65,7 @@ class AppointmentChangeInline(NoDeleteInlineMixin, admin.TabularInline):
 
 
 @admin.register(Appointment)
-class AppointmentAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
+class AppointmentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     """Appointments are booked through the API; here staff follow them and change their status. Every
     action goes through the same services as the API (history row, event, notification)."""
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from billing import services, tax
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, LineItem, Payment
 from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_audit import PatientDataAuditMixin
 from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
 from clinic.errors import DomainError, FieldError
 
@@ -205,7 +206,7 @@ class InvoiceAdminForm(forms.ModelForm):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
+class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     form = InvoiceAdminForm
     list_display = ["__str__", "date", "branch", "patient", "status", "grand_total", "paid", "balance"]
     list_filter = ["status", "branch", "interstate", "financial_year"]
@@ -348,7 +349,7 @@ class InvoiceAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Payment)
-class PaymentAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
+class PaymentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: payments are recorded on their invoice and never changed or deleted."""
 
     list_display = ["payment_date", "invoice", "amount", "payment_mode", "reference", "recorded_at", "recorded_by"]
@@ -357,6 +358,9 @@ class PaymentAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     search_fields = ["reference", "invoice__invoice_number", "invoice__patient__patient_id"]
     date_hierarchy = "payment_date"
     show_full_result_count = False
+
+    def patient_ids_of(self, obj: Payment) -> list[Any]:
+        return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,6 +1,23 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class ClinicConfig(AppConfig):
     name = "clinic"
     verbose_name = "Organisation"
+
+
+class ClinicAdminConfig(admin_apps.AdminConfig):
+    """django.contrib.admin with the clinic's site (two-factor login, see clinic.admin_site) as the default
+    site, so every app's `@admin.register` and `admin.site` use it."""
+
+    default = False  # named in INSTALLED_APPS; "clinic" alone still means ClinicConfig
+    default_site = "clinic.admin_site.ClinicAdminSite"
+
+    def ready(self) -> None:
+        super().ready()
+        from django.contrib.auth.signals import user_logged_in
+
+        from clinic.admin_site import record_login_time
+
+        user_logged_in.connect(record_login_time, dispatch_uid="clinic.admin_site.record_login_time")

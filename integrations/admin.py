@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
+from clinic.admin_audit import PatientDataAuditMixin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
@@ -215,14 +216,17 @@ class NotificationSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(NotificationAttempt)
-class NotificationAttemptAdmin(admin.ModelAdmin):
-    """The log of patient notifications: read-only."""
+class NotificationAttemptAdmin(PatientDataAuditMixin, admin.ModelAdmin):
+    """The log of patient notifications: read-only. Shows whom a message went to (masked): audited."""
 
     list_display = ["created_at", "event_type", "channel", "recipient", "status", "attempt", "detail", "duration_ms"]
     list_filter = ["status", "channel", "event_type"]
     search_fields = ["=subject_id", "=patient_ref"]
     search_help_text = "Appointment or patient UUID."
     date_hierarchy = "created_at"
+
+    def patient_ids_of(self, obj: NotificationAttempt) -> list[Any]:
+        return [obj.patient_ref]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
+from clinic.admin_audit import PatientDataAuditMixin
 from clinic.admin_records import (
     ClinicalInlineMixin,
     ClinicalRecordAdminMixin,
@@ -112,7 +113,7 @@ class PatientMergeForm(forms.Form):
 
 
 @admin.register(Patient)
-class PatientAdmin(NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin):
+class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin):
     form = PatientAdminForm
     list_display = [
         "patient_id",
@@ -203,6 +204,9 @@ class PatientAdmin(NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin
         )
         return None
 
+    def patient_ids_of(self, obj: Patient) -> list[Any]:
+        return [obj.pk]  # every page of a patient is audited (PatientDataAuditMixin)
+
     @admin.display(description="national ID")
     def national_id_masked(self, obj: Patient) -> str:
         return obj.national_id_masked or "-"
@@ -222,7 +226,7 @@ class PatientAdmin(NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin
 
 
 @admin.register(Visit)
-class VisitAdmin(ClinicalRecordAdminMixin, admin.ModelAdmin):
+class VisitAdmin(PatientDataAuditMixin, ClinicalRecordAdminMixin, admin.ModelAdmin):
     list_display = ["patient", "type", "start", "end", "branch", "doctor", "department", "entered_in_error_flag"]
     list_filter = ["type", "branch", "department", "entered_in_error"]
     list_select_related = ["patient", "branch", "doctor", "department"]
@@ -232,7 +236,7 @@ class VisitAdmin(ClinicalRecordAdminMixin, admin.ModelAdmin):
     date_hierarchy = "start"
 
 
-class ClinicalRowAdmin(ClinicalRecordAdminMixin, admin.ModelAdmin):
+class ClinicalRowAdmin(PatientDataAuditMixin, ClinicalRecordAdminMixin, admin.ModelAdmin):
     """Diagnoses, allergies and medications on their own pages: where staff mark one entered in error
     (action) and read its history; they are entered on the patient's page."""
 

@@ -79,13 +79,26 @@ def page(browser: Any, live_server: Any, request: pytest.FixtureRequest) -> Iter
     context.close()
 
 
+def current_totp_code(device: Any) -> str:
+    """What the staff member's authenticator app shows now (RFC 6238, from the device's key)."""
+    from django_otp.oath import totp
+
+    return str(totp(device.bin_key, step=device.step, t0=device.t0, digits=device.digits)).zfill(device.digits)
+
+
 @pytest.fixture
-def admin_page(page: Any, django_user_model: Any) -> Any:
-    """A page logged in to the admin as a superuser."""
-    django_user_model.objects.create_superuser("staff", "staff@clinic.invalid", ADMIN_PASSWORD)
+def admin_page(page: Any, django_user_model: Any, settings: Any) -> Any:
+    """A page logged in to the admin as a superuser, the way production requires: password and the
+    current code of an enrolled TOTP device (ADMIN_REQUIRE_2FA on, whatever DEBUG says)."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    settings.ADMIN_REQUIRE_2FA = True
+    user = django_user_model.objects.create_superuser("staff", "staff@clinic.invalid", ADMIN_PASSWORD)
+    device = TOTPDevice.objects.create(user=user, name="phone", confirmed=True)
     page.goto("/admin/login/?next=/admin/")
     page.fill("#id_username", "staff")
     page.fill("#id_password", ADMIN_PASSWORD)
+    page.fill("#id_otp_token", current_totp_code(device))
     page.click("input[type=submit]")
     page.wait_for_url("**/admin/")
     return page

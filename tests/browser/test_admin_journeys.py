@@ -201,3 +201,27 @@ def test_the_api_docs_load_offline_and_show_every_operation(page, live_server):
         assert page.locator(f"[id^='operations-'][id$='-{operation_id}']").count() == 1, operation_id
     assert failed == []
     assert page.inner_text(".swagger-ui .info .title").startswith("Clinic Management Integration API")
+
+
+def test_signing_in_needs_the_authenticator_code_when_two_factor_is_on(page, django_user_model, settings):
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    from tests.browser.conftest import ADMIN_PASSWORD, current_totp_code
+
+    settings.ADMIN_REQUIRE_2FA = True
+    user = django_user_model.objects.create_superuser("asha", "asha@clinic.invalid", ADMIN_PASSWORD)
+    device = TOTPDevice.objects.create(user=user, name="phone", confirmed=True)
+    page.goto("/admin/login/?next=/admin/")
+    page.fill("#id_username", "asha")
+    page.fill("#id_password", ADMIN_PASSWORD)
+    page.click("input[type=submit]")
+
+    page.wait_for_selector("text=Enter the 6-digit code your authenticator app shows.")
+    assert page.input_value("#id_password") == ""  # the password is never echoed back into the page
+    assert "/admin/login/" in page.url
+
+    page.fill("#id_password", ADMIN_PASSWORD)
+    page.fill("#id_otp_token", current_totp_code(device))
+    page.click("input[type=submit]")
+    page.wait_for_url("**/admin/")
+    assert page.is_visible("text=Site administration")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from integrations.models import ApiClient
 from integrations.scopes import SCOPES
@@ -31,6 +33,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Admin user created: admin / {password}   ({base}/admin/)"))
         else:
             self.stdout.write("Admin user exists (reset with: python manage.py changepassword admin).")
+        self._two_factor_hint(users.filter(is_superuser=True).order_by("pk").first())
         client = ApiClient.objects.filter(name=DEMO_CLIENT_NAME).first()
         if client is None:
             client, secret = api_client_create(
@@ -50,3 +53,17 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Demo API client exists (client_id {client.client_id}); rotate its secret in the admin to see a new one."
             )
+
+    def _two_factor_hint(self, admin_user: Any) -> None:
+        """With ADMIN_REQUIRE_2FA on, the admin needs an authenticator code too: say how to enrol one."""
+        if not settings.ADMIN_REQUIRE_2FA or admin_user is None:
+            return
+        if TOTPDevice.objects.filter(user=admin_user, confirmed=True).exists():
+            self.stdout.write("Two-factor authentication is on: log in with the code of your authenticator app.")
+            return
+        self.stdout.write(
+            self.style.WARNING(
+                "Two-factor authentication is on (ADMIN_REQUIRE_2FA): before logging in, enrol an authenticator app:\n"
+                f"    .venv/bin/python -m clinic.launch manage add_totp_device --user {admin_user.get_username()}"
+            )
+        )

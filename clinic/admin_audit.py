@@ -1,0 +1,189 @@
+"""Audit of staff reading patient data in the admin (CONTRACT section 11).
+
+Every admin page that shows a patient's data writes exactly one AuditLogEntry: actor `staff:<user>`, no
+API client, and the UUIDs of the patients the page showed, in the order shown. A ModelAdmin opts in with
+PatientDataAuditMixin (first among its bases) and, when its objects do not carry `patient_id`, a
+`patient_ids_of(obj)` hook. The objects are read from the view's TemplateResponse context before it is
+rendered (the same evaluated querysets the template then uses: no extra query), or, for a save that
+redirects, from the object just saved. A page that shows no patient (an empty list, an add form, a
+refusal) writes nothing.
+
+The row is written inside the request, before the page is sent: if it cannot be written the page fails
+instead of being shown unaudited.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from integrations.models import AuditLogEntry
+from integrations.network import client_ip
+
+SAVED_OBJECTS_ATTR = "_admin_audit_saved"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at, self.perf = timezone.now(), time.perf_counter()
+
+    def ms(self) -> float:
+        return round((time.perf_counter() - self.perf) * 1000, 3)
+
+
+def staff_actor(request: HttpRequest) -> str:
+    return f"staff:{request.user.get_username()}"[:200]
+
+
+def write_admin_audit(
+    request: HttpRequest, response: HttpResponseBase, patient_ids: Iterable[Any], clock: Clock
+) -> AuditLogEntry | None:
+    """One audit row for an admin page, with the fields the API audit middleware fills; none without patients."""
+    ids = list(dict.fromkeys(pid for pid in patient_ids if pid is not None))  # first-shown order, no repeats
+    if not ids:
+        return None
+    resolver = getattr(request, "resolver_match", None)
+    return AuditLogEntry.objects.create(
+        created_at=clock.at,
+        client=None,
+        actor=staff_actor(request),
+        token_ref="",
+        ip=client_ip(request),
+        method=(request.method or "")[:10],
+        route=(resolver.route if resolver is not None else "")[:200],
+        path=request.path[:500],
+        status=response.status_code,
+        duration_ms=clock.ms(),
+        request_id=getattr(request, "request_id", ""),
+        patient_ids=[pid if isinstance(pid, uuid.UUID) else uuid.UUID(str(pid)) for pid in ids],
+        user_agent=request.headers.get("User-Agent", "")[:200],
+    )
+
+
+def _context(response: HttpResponseBase) -> dict[str, Any]:
+    if isinstance(response, TemplateResponse) and not response.is_rendered:
+        return response.context_data or {}
+    return {}
+
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin
+
+    _AdminBase = ModelAdmin[Any]
+else:
+    _AdminBase = object
+
+
+class PatientDataAuditMixin(_AdminBase):
+    """For a ModelAdmin whose pages show patient data. Put it first among the bases."""
+
+    def patient_ids_of(self, obj: Any) -> Iterable[Any]:
+        """The patients whose data showing `obj` reveals. Default: the object's `patient_id`."""
+        return [getattr(obj, "patient_id", None)]
+
+    def _patients_of(self, objects: Iterable[Any]) -> list[Any]:
+        return [pid for obj in objects for pid in self.patient_ids_of(obj)]
+
+    # --- the views ---------------------------------------------------------------------------------
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        clock = Clock()
+        response = super().changeform_view(request, object_id, form_url, extra_context)
+        shown = _context(response).get("original")
+        objects = [shown] if shown is not None else getattr(request, SAVED_OBJECTS_ATTR, [])
+        write_admin_audit(request, response, self._patients_of(objects), clock)
+        return response
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        clock = Clock()
+        response = super().history_view(request, object_id, extra_context)
+        shown = _context(response).get("object")
+        write_admin_audit(request, response, self._patients_of([shown] if shown is not None else []), clock)
+        return response
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        clock = Clock()
+        # After a confirmed delete the object is gone: whose it was is read first.
+        before = self.get_object(request, unquote(object_id)) if request.method == "POST" else None
+        response = super().delete_view(request, object_id, extra_context)
+        shown = _context(response).get("object") or before
+        write_admin_audit(request, response, self._patients_of([shown] if shown is not None else []), clock)
+        return response
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        clock = Clock()
+        acted_on = self._action_objects(request)
+        response = super().changelist_view(request, extra_context)
+        changelist = _context(response).get("cl")
+        objects = list(changelist.result_list) if changelist is not None and not acted_on else acted_on
+        write_admin_audit(request, response, self._patients_of(objects), clock)
+        return response
+
+    def _action_objects(self, request: HttpRequest) -> list[Any]:
+        """The rows an action posted from the list page runs on (its confirmation page shows them)."""
+        if request.method != "POST" or not request.POST.get("action"):
+            return []
+        queryset = self.get_queryset(request)
+        if request.POST.get("select_across") != "1":
+            selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+            if not selected:
+                return []
+            queryset = queryset.filter(pk__in=selected)
+        else:
+            queryset = self.get_changelist_instance(request).get_queryset(request)
+        return list(queryset)
+
+    # --- the saved object of a POST that redirects --------------------------------------------------
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: str | None = None) -> HttpResponse:
+        setattr(request, SAVED_OBJECTS_ATTR, [obj])
+        return super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        setattr(request, SAVED_OBJECTS_ATTR, [obj])
+        return super().response_change(request, obj)
+
+    def audit_autocomplete(
+        self, request: HttpRequest, response: HttpResponseBase, to_field_name: str, values: list[str], clock: Clock
+    ) -> None:
+        """An autocomplete answer (the patient picker of an invoice form) lists patients too."""
+        objects = self.get_queryset(request).filter(**{f"{to_field_name}__in": values}) if values else []
+        write_admin_audit(request, response, self._patients_of(objects), clock)
+
+
+def audit_autocomplete_response(site: Any, request: HttpRequest, response: HttpResponse, clock: Clock) -> None:
+    """Called by the admin site's autocomplete view: audits answers from a PatientDataAuditMixin admin."""
+    import json
+
+    from django.contrib.admin.views.autocomplete import AutocompleteJsonView
+    from django.core.exceptions import PermissionDenied
+    from django.http import Http404
+
+    if response.status_code != 200:
+        return
+    try:
+        _term, model_admin, _field, to_field_name = AutocompleteJsonView(admin_site=site).process_request(request)
+    except (PermissionDenied, Http404):  # answered 403/404 already: nothing was listed
+        return
+    if not isinstance(model_admin, PatientDataAuditMixin):
+        return
+    values = [row["id"] for row in json.loads(response.content).get("results", [])]
+    model_admin.audit_autocomplete(request, response, to_field_name, values, clock)

@@ -13,7 +13,7 @@ class BranchAdmin(admin.ModelAdmin):
     list_filter = ["state", "is_active", "time_zone"]
     search_fields = ["code", "name", "city", "gstin"]
     fieldsets = [
-        (None, {"fields": ["code", "name", "is_active"]}),
+        (None, {"fields": ["code", "name", "is_active", "is_head_office"]}),
         ("Tax and location", {"fields": ["state", "gstin", "time_zone", "address_line1", "city", "pincode", "phone"]}),
         ("Appointments", {"fields": ["cancellation_window_minutes"]}),
     ]

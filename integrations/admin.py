@@ -74,11 +74,19 @@ class ApiClientForm(forms.ModelForm):
             "description",
             "allowed_scopes",
             "branches",
+            "default_branch",
             "ip_allowlist",
             "rate_limit_per_minute",
             "token_lifetime_seconds",
             "is_active",
         ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        default, branches = cleaned.get("default_branch"), cleaned.get("branches")
+        if default is not None and branches and default not in branches:
+            self.add_error("default_branch", "Choose one of the client's branches (or none).")
+        return cleaned
 
 
 @admin.register(ApiClient)
@@ -92,7 +100,7 @@ class ApiClientAdmin(admin.ModelAdmin):
     actions = ["rotate_secret", "deactivate", "activate"]
     fieldsets = [
         (None, {"fields": ["name", "description", "client_id", "is_active"]}),
-        ("Access", {"fields": ["allowed_scopes", "branches"]}),
+        ("Access", {"fields": ["allowed_scopes", "branches", "default_branch"]}),
         ("Controls", {"fields": ["ip_allowlist", "rate_limit_per_minute", "token_lifetime_seconds"]}),
         ("History", {"fields": ["created", "updated"]}),
     ]
@@ -166,10 +174,10 @@ class ApiClientAdmin(admin.ModelAdmin):
 class AuditLogEntryAdmin(admin.ModelAdmin):
     """Read-only. Search by patient UUID, request id, path or token reference."""
 
-    list_display = ["created_at", "client", "method", "path", "status", "duration_ms", "ip", "request_id"]
+    list_display = ["created_at", "client", "actor", "method", "path", "status", "duration_ms", "ip", "request_id"]
     list_filter = ["client", "status", "method"]
     list_select_related = ["client"]
-    search_fields = ["request_id", "path", "token_ref"]
+    search_fields = ["request_id", "path", "token_ref", "actor"]
     date_hierarchy = "created_at"
     show_full_result_count = False  # the log grows large; skip the unfiltered COUNT(*)
 

@@ -372,3 +372,24 @@ def test_requests_while_postgresql_is_unreachable_are_503_and_audited_when_it_is
     assert [(r.request_id, r.status, r.path) for r in rows] == [
         (f"down-{n}", 503, "/api/v1/branches") for n in range(3)
     ]
+
+
+def test_the_admin_refuses_a_default_branch_outside_the_clients_branches(blr, mum):
+    from integrations.admin import ApiClientForm
+
+    form = ApiClientForm(
+        data={"name": "Kiosk", "allowed_scopes": ["patients:write"], "branches": [blr.pk], "default_branch": mum.pk}
+    )
+
+    assert not form.is_valid()
+    assert form.errors["default_branch"] == ["Choose one of the client's branches (or none)."]
+
+
+def test_only_one_branch_can_be_the_head_office(blr, mum):
+    from django.db import IntegrityError, transaction
+
+    blr.is_head_office = True
+    blr.save()
+    mum.is_head_office = True
+    with pytest.raises(IntegrityError), transaction.atomic():
+        mum.save()

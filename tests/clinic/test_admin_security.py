@@ -467,3 +467,17 @@ def test_ensure_demo_access_says_nothing_of_2fa_when_it_is_off(settings):
     out = io.StringIO()
     call_command("ensure_demo_access", stdout=out)
     assert "Two-factor" not in out.getvalue()
+
+
+def test_the_device_admin_never_shows_a_stored_key_again(enrolled):
+    admin = Client()
+    admin.force_login(enrolled.user)
+
+    page = admin.get(f"/admin/otp_totp/totpdevice/{enrolled.pk}/change/")
+    config = admin.get(f"/admin/otp_totp/totpdevice/{enrolled.pk}/config/")
+    qrcode = admin.get(f"/admin/otp_totp/totpdevice/{enrolled.pk}/qrcode/")
+
+    assert page.status_code == 200
+    assert enrolled.key not in page.content.decode()
+    assert base64.b32encode(enrolled.bin_key).decode() not in page.content.decode()
+    assert (config.status_code, qrcode.status_code) == (403, 403)

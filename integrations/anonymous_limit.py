@@ -70,8 +70,9 @@ class AnonymousRateLimitMiddleware:
         response = self.get_response(request)
         if response.status_code == 401 or (oauth and response.status_code >= 400 and response.status_code != 429):
             decision = ratelimit.hit(_key(request), limit)
-            if getattr(request, "rate_limit", None) is None:
-                request.rate_limit = decision  # type: ignore[attr-defined]
             if not decision.admitted:
+                request.rate_limit = decision  # type: ignore[attr-defined]
                 return _too_many(request, decision)
+            if getattr(request, "rate_limit", None) is None and not response.has_header("RateLimit-Limit"):
+                request.rate_limit = decision  # type: ignore[attr-defined]  # a client's own figures win
         return response

@@ -354,7 +354,7 @@ def test_links_keep_the_filters_of_the_request(client, reader, five_branches):
     }
 
 
-@pytest.mark.parametrize("page", ["4", "7", str(10**30)])
+@pytest.mark.parametrize("page", ["4", "7", str(10**9)])  # past 10**9: 400 (tests/clinic/test_malformed_input.py)
 def test_a_page_past_the_end_is_an_empty_array_with_the_total(client, reader, five_branches, page):
     response = client.get(f"{BRANCHES_URL}?per_page=2&page={page}", **bearer(reader))
 

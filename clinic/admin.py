@@ -71,6 +71,6 @@ class RecordChangeAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # The record pages link here filtered by object_id or patient_id.
         return lookup in {"object_id", "patient_id"} or super().lookup_allowed(lookup, value, request)

@@ -134,7 +134,7 @@ class RecordHistoryAdminMixin:
         )
         link = reverse("admin:clinic_recordchange_changelist")
         return format_html(
-            '<table><tr><th>at</th><th>by</th><th>record</th><th>action</th><th>old → new</th><th>reason</th></tr>'
+            "<table><tr><th>at</th><th>by</th><th>record</th><th>action</th><th>old → new</th><th>reason</th></tr>"
             '{}</table><p><a href="{}?object_id={}">All changes of this record</a></p>',
             body,
             link,
@@ -164,7 +164,7 @@ class ClinicalInlineMixin(NoDeleteInlineMixin):
     """An inline of clinical rows: no delete, rows entered in error read-only with their marker, and a
     link to the row's own page (where staff mark it entered in error)."""
 
-    form = EnteredInErrorForm
+    form: Any = EnteredInErrorForm
     show_change_link = True
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:

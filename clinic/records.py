@@ -123,7 +123,9 @@ def record_change_write(
         at=timezone.now(),
         actor=actor,
         action=action,
-        changes={field: [mask_value(field, old), mask_value(field, new)] for field, (old, new) in (changes or {}).items()},
+        changes={
+            field: [mask_value(field, old), mask_value(field, new)] for field, (old, new) in (changes or {}).items()
+        },
         reason=reason,
     )
 
@@ -164,4 +166,3 @@ def clinical_record_mark_entered_in_error(*, record: Record, by: str, reason: st
         reason=reason,
     )
     return locked
-

@@ -111,7 +111,7 @@ SELECT json_build_object(
     FROM patients_medication m
     WHERE m.patient_id = {_OWN_AND_MERGED} AND (m.end_date IS NULL OR m.end_date >= %s) AND NOT m.entered_in_error)
 )::text
-"""
+"""  # noqa: S608 - fixed SQL, no input
 _MERGED_IDS = "ARRAY(SELECT merged.id FROM patients_patient merged WHERE merged.merged_into_id = patients_patient.id)"
 
 # Plain rows, not model instances: a history of 500 visits loaded with select_related made 2,000
@@ -138,10 +138,12 @@ def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     today = timezone.localdate()
     sections = RawSQL(_SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField())  # noqa: S611 - fixed SQL
     merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
-    patients = visible_patients(client).select_related("registration_branch").annotate(
-        sections=sections, merged_ids=merged_ids
+    patients = (
+        visible_patients(client)
+        .select_related("registration_branch")
+        .annotate(sections=sections, merged_ids=merged_ids)
     )
-    patient = _by_ref(patients, ref).first()
+    patient: Any = _by_ref(patients, ref).first()  # with the annotations
     if patient is not None and patient.merged_into_id is not None:
         patient = patients.filter(id=patient.merged_into_id).first()
     if patient is None:

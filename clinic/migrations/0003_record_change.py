@@ -25,29 +25,48 @@ DROP FUNCTION IF EXISTS clinic_recordchange_immutable();
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clinic', '0002_branch_head_office'),
-        ('contenttypes', '0002_remove_content_type_name'),
+        ("clinic", "0002_branch_head_office"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecordChange',
+            name="RecordChange",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('object_id', models.CharField(max_length=64)),
-                ('patient_id', models.UUIDField(blank=True, null=True)),
-                ('at', models.DateTimeField()),
-                ('actor', models.CharField(help_text='"staff:<username>" or "system".', max_length=200)),
-                ('action', models.CharField(choices=[('added', 'Added'), ('changed', 'Changed'), ('entered_in_error', 'Entered In Error'), ('deactivated', 'Deactivated'), ('merged', 'Merged')], max_length=20)),
-                ('changes', models.JSONField(blank=True, default=dict, help_text='{"field": [old, new]}')),
-                ('reason', models.CharField(blank=True, max_length=500)),
-                ('content_type', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='contenttypes.contenttype')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("object_id", models.CharField(max_length=64)),
+                ("patient_id", models.UUIDField(blank=True, null=True)),
+                ("at", models.DateTimeField()),
+                ("actor", models.CharField(help_text='"staff:<username>" or "system".', max_length=200)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("added", "Added"),
+                            ("changed", "Changed"),
+                            ("entered_in_error", "Entered In Error"),
+                            ("deactivated", "Deactivated"),
+                            ("merged", "Merged"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("changes", models.JSONField(blank=True, default=dict, help_text='{"field": [old, new]}')),
+                ("reason", models.CharField(blank=True, max_length=500)),
+                (
+                    "content_type",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="contenttypes.contenttype"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
-                'indexes': [models.Index(fields=['content_type', 'object_id', '-at'], name='record_change_object'), models.Index(fields=['patient_id', '-at'], name='record_change_patient')],
+                "ordering": ["-at", "-id"],
+                "indexes": [
+                    models.Index(fields=["content_type", "object_id", "-at"], name="record_change_object"),
+                    models.Index(fields=["patient_id", "-at"], name="record_change_patient"),
+                ],
             },
         ),
         migrations.RunSQL(HISTORY_IMMUTABLE, DROP_HISTORY_IMMUTABLE),

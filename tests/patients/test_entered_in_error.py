@@ -63,8 +63,10 @@ def test_a_diagnosis_marked_entered_in_error_leaves_the_api_profile(client, read
             "status": "active",
         }
     ]
-    assert marked.entered_in_error and marked.entered_in_error_by == "staff:asha"
-    assert marked.entered_in_error_reason == "Wrong patient" and marked.entered_in_error_at is not None
+    assert marked.entered_in_error
+    assert marked.entered_in_error_by == "staff:asha"
+    assert marked.entered_in_error_reason == "Wrong patient"
+    assert marked.entered_in_error_at is not None
     history = list(record_history(wrong).values_list("action", "actor", "reason", "changes"))
     assert history == [("entered_in_error", "staff:asha", "Wrong patient", {"entered_in_error": [False, True]})]
 
@@ -133,7 +135,8 @@ def test_the_admin_action_asks_for_a_reason_then_marks(admin_client, patient):
     chosen = {"action": "mark_entered_in_error", "_selected_action": [str(diagnosis.pk)]}
 
     asked = admin_client.post(url, chosen)
-    assert asked.status_code == 200 and 'name="reason"' in asked.content.decode()
+    assert asked.status_code == 200
+    assert 'name="reason"' in asked.content.decode()
     diagnosis.refresh_from_db()
     assert not diagnosis.entered_in_error
 
@@ -156,9 +159,12 @@ def test_staff_still_see_a_marked_record_read_only_with_its_marker(admin_client,
     own_page = admin_client.get(f"/admin/patients/diagnosis/{diagnosis.pk}/change/").content.decode()
     listed = admin_client.get("/admin/patients/diagnosis/?entered_in_error__exact=1").content.decode()
 
-    assert "ENTERED IN ERROR (staff:asha" in patient_page and "Wrong patient" in patient_page
-    assert 'name="diagnoses-0-description"' in patient_page and "disabled" in patient_page
-    assert "Essential hypertension" in own_page and 'name="description"' not in own_page  # read-only
+    assert "ENTERED IN ERROR (staff:asha" in patient_page
+    assert "Wrong patient" in patient_page
+    assert 'name="diagnoses-0-description"' in patient_page
+    assert "disabled" in patient_page
+    assert "Essential hypertension" in own_page
+    assert 'name="description"' not in own_page
     assert "Wrong patient" in own_page
     assert str(diagnosis.pk) in listed
 

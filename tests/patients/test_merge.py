@@ -140,7 +140,8 @@ def test_refused_merges_change_nothing(branch, survivor, duplicate):
 
     duplicate.refresh_from_db()
     assert duplicate.merged_into_id == survivor.pk
-    assert survivor.merged_into_id is None and survivor.is_active
+    assert survivor.merged_into_id is None
+    assert survivor.is_active
     assert record_history(duplicate).count() == 1
 
 
@@ -171,9 +172,13 @@ def test_the_admin_merge_action_asks_for_the_survivor_and_a_reason(admin_client,
     chosen = {"action": "merge", "_selected_action": [str(duplicate.pk)]}
 
     asked = admin_client.post("/admin/patients/patient/", chosen)
-    assert asked.status_code == 200 and 'name="target"' in asked.content.decode()
-    unknown = admin_client.post("/admin/patients/patient/", {**chosen, "confirm": "yes", "target": "PAT-9", "reason": "x"})
-    assert unknown.status_code == 200 and "No patient PAT-9" in unknown.content.decode()
+    assert asked.status_code == 200
+    assert 'name="target"' in asked.content.decode()
+    unknown = admin_client.post(
+        "/admin/patients/patient/", {**chosen, "confirm": "yes", "target": "PAT-9", "reason": "x"}
+    )
+    assert unknown.status_code == 200
+    assert "No patient PAT-9" in unknown.content.decode()
     duplicate.refresh_from_db()
     assert duplicate.merged_into_id is None
 

@@ -63,7 +63,18 @@ def records(patient, branch) -> dict[str, Any]:
 
 
 def counts() -> dict[str, int]:
-    models = [Patient, Visit, Diagnosis, Allergy, Medication, Appointment, AppointmentChange, Invoice, LineItem, Payment]
+    models = [
+        Patient,
+        Visit,
+        Diagnosis,
+        Allergy,
+        Medication,
+        Appointment,
+        AppointmentChange,
+        Invoice,
+        LineItem,
+        Payment,
+    ]
     return {model._meta.db_table: model.objects.count() for model in models}
 
 
@@ -186,7 +197,8 @@ def test_a_refused_delete_becomes_a_409_domain_error_not_a_500(records):
 
     assert (protected.value.status, protected.value.code) == (409, "record_not_deletable")
     assert triggered.value.status == 409
-    assert "Failing row" not in triggered.value.detail and lonely.patient_id not in triggered.value.detail
+    assert "Failing row" not in triggered.value.detail
+    assert lonely.patient_id not in triggered.value.detail
     assert counts() == before
 
 

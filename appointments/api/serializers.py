@@ -16,10 +16,12 @@ from patients.selectors import patient_get
 
 
 class SlotParams(serializers.Serializer):
-    doctor_id = serializers.UUIDField()
-    date = serializers.DateField()
-    branch_id = serializers.UUIDField(required=False)
-    duration = serializers.IntegerField(required=False, min_value=5, max_value=240)
+    doctor_id = serializers.UUIDField(help_text="The doctor (404 if unknown).")
+    date = serializers.DateField(help_text="The branch-local day.")
+    branch_id = serializers.UUIDField(required=False, help_text="Required for a doctor at several branches.")
+    duration = serializers.IntegerField(
+        required=False, min_value=5, max_value=240, help_text="Cell length in minutes (default: the doctor's)."
+    )
 
 
 class BookingSerializer(StrictSerializer):
@@ -52,12 +54,14 @@ class AppointmentListParams(serializers.Serializer):
     """The list's filters. References are looked up here, field by field, so one 400 names every bad
     parameter (an unknown doctor and a bad status together). Needs context={"client": ApiClient}."""
 
-    patient_id = serializers.CharField(required=False, max_length=64)
+    patient_id = serializers.CharField(
+        required=False, max_length=64, help_text="Patient UUID or patient_id (PAT-000123)."
+    )
     doctor_id = serializers.UUIDField(required=False)
     branch_id = serializers.UUIDField(required=False)
-    date = serializers.DateField(required=False)
-    date_from = serializers.DateField(required=False)
-    date_to = serializers.DateField(required=False)
+    date = serializers.DateField(required=False, help_text="Branch-local day of the slot.")
+    date_from = serializers.DateField(required=False, help_text="From this branch-local day (inclusive).")
+    date_to = serializers.DateField(required=False, help_text="Up to this branch-local day (inclusive).")
     status = serializers.ChoiceField(choices=Appointment.Status.choices, required=False)
 
     def validate_patient_id(self, value: str) -> Patient:

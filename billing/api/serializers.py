@@ -193,10 +193,12 @@ class InvoiceListParams(serializers.Serializer):
     """The list's filters; patient and branch are looked up here so one 400 names every bad parameter.
     Needs context={"client": ApiClient}."""
 
-    patient_id = serializers.CharField(required=False, max_length=64)
+    patient_id = serializers.CharField(
+        required=False, max_length=64, help_text="Patient UUID or patient_id (PAT-000123)."
+    )
     status = serializers.ChoiceField(choices=Invoice.Status.choices, required=False)
-    date_from = serializers.DateField(required=False)
-    date_to = serializers.DateField(required=False)
+    date_from = serializers.DateField(required=False, help_text="Invoices dated on or after this day.")
+    date_to = serializers.DateField(required=False, help_text="Invoices dated on or before this day.")
     branch_id = serializers.UUIDField(required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
@@ -214,9 +216,9 @@ class InvoiceListParams(serializers.Serializer):
 class SummaryParams(serializers.Serializer):
     """Needs context={"client": ApiClient}."""
 
-    date_from = serializers.DateField()
-    date_to = serializers.DateField()
-    branch_id = serializers.UUIDField(required=False)
+    date_from = serializers.DateField(help_text="First invoice and payment date (inclusive).")
+    date_to = serializers.DateField(help_text="Last invoice and payment date (inclusive).")
+    branch_id = serializers.UUIDField(required=False, help_text="Only this branch.")
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
         return _branch(self, value).id

@@ -150,6 +150,16 @@ PROBLEM_EXTRA_PROPERTIES: dict[str, dict[str, Any]] = {
         "format": "date-time",
         "description": "`cancellation_window`: the last moment the API could cancel (branch offset).",
     },
+    "allowed_from": {
+        "type": "string",
+        "format": "date-time",
+        "description": "`outside_allowed_time`: the first moment the change is allowed.",
+    },
+    "allowed_until": {
+        "type": "string",
+        "format": "date-time",
+        "description": "`outside_allowed_time`: the moment it stops being allowed (exclusive).",
+    },
     "payment_mode": {"type": "string", "description": "`duplicate_payment`: the mode of the existing payment."},
     "reference": {"type": "string", "description": "`duplicate_payment`: the reference of the existing payment."},
 }

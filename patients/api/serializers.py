@@ -96,9 +96,15 @@ class PatientWriteSerializer(StrictSerializer):
 
 
 class PatientListParams(serializers.Serializer):
-    search = serializers.CharField(required=False, min_length=2, max_length=100, trim_whitespace=True)
-    branch_id = serializers.UUIDField(required=False)
-    registered_after = serializers.DateField(required=False)
+    search = serializers.CharField(
+        required=False,
+        min_length=2,
+        max_length=100,
+        trim_whitespace=True,
+        help_text="Name (fuzzy), phone digits, patient_id or ABHA number; best match first.",
+    )
+    branch_id = serializers.UUIDField(required=False, help_text="Only patients registered at this branch.")
+    registered_after = serializers.DateField(required=False, help_text="Only patients registered after this day.")
 
 
 def _local(value: datetime | None, zone: Any) -> str | None:

@@ -43,11 +43,21 @@ def staff_actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"[:200]
 
 
+def _uuid(value: Any) -> uuid.UUID | None:
+    if value is None or isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
 def write_admin_audit(
     request: HttpRequest, response: HttpResponseBase, patient_ids: Iterable[Any], clock: Clock
 ) -> AuditLogEntry | None:
     """One audit row for an admin page, with the fields the API audit middleware fills; none without patients."""
-    ids = list(dict.fromkeys(pid for pid in patient_ids if pid is not None))  # first-shown order, no repeats
+    parsed = (_uuid(pid) for pid in patient_ids)
+    ids = list(dict.fromkeys(pid for pid in parsed if pid is not None))  # first-shown order, no repeats
     if not ids:
         return None
     resolver = getattr(request, "resolver_match", None)
@@ -63,7 +73,7 @@ def write_admin_audit(
         status=response.status_code,
         duration_ms=clock.ms(),
         request_id=getattr(request, "request_id", ""),
-        patient_ids=[pid if isinstance(pid, uuid.UUID) else uuid.UUID(str(pid)) for pid in ids],
+        patient_ids=ids,
         user_agent=request.headers.get("User-Agent", "")[:200],
     )
 
@@ -84,6 +94,9 @@ else:
 
 class PatientDataAuditMixin(_AdminBase):
     """For a ModelAdmin whose pages show patient data. Put it first among the bases."""
+
+    # False where the list page shows no patient data (only the object's own page does).
+    audit_list_page = True
 
     def patient_ids_of(self, obj: Any) -> Iterable[Any]:
         """The patients whose data showing `obj` reveals. Default: the object's `patient_id`."""
@@ -133,13 +146,18 @@ class PatientDataAuditMixin(_AdminBase):
         acted_on = self._action_objects(request)
         response = super().changelist_view(request, extra_context)
         changelist = _context(response).get("cl")
-        objects = list(changelist.result_list) if changelist is not None and not acted_on else acted_on
+        if acted_on:
+            objects = acted_on
+        elif changelist is not None and self.audit_list_page:
+            objects = list(changelist.result_list)
+        else:
+            objects = []
         write_admin_audit(request, response, self._patients_of(objects), clock)
         return response
 
     def _action_objects(self, request: HttpRequest) -> list[Any]:
         """The rows an action posted from the list page runs on (its confirmation page shows them)."""
-        if request.method != "POST" or not request.POST.get("action"):
+        if request.method != "POST" or not request.POST.get("action") or not self.audit_list_page:
             return []
         queryset = self.get_queryset(request)
         if request.POST.get("select_across") != "1":
@@ -167,6 +185,21 @@ class PatientDataAuditMixin(_AdminBase):
         """An autocomplete answer (the patient picker of an invoice form) lists patients too."""
         objects = self.get_queryset(request).filter(**{f"{to_field_name}__in": values}) if values else []
         write_admin_audit(request, response, self._patients_of(objects), clock)
+
+
+def patient_ids_in_payload(payload: Any) -> list[str]:
+    """The patient UUIDs an event payload names (`{"patient": {"id": ...}}` at any depth)."""
+    found: list[str] = []
+    if isinstance(payload, dict):
+        patient = payload.get("patient")
+        if isinstance(patient, dict) and patient.get("id"):
+            found.append(patient["id"])
+        for value in payload.values():
+            found += patient_ids_in_payload(value)
+    elif isinstance(payload, list):
+        for value in payload:
+            found += patient_ids_in_payload(value)
+    return found
 
 
 def audit_autocomplete_response(site: Any, request: HttpRequest, response: HttpResponse, clock: Clock) -> None:

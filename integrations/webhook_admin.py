@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from clinic.admin_audit import PatientDataAuditMixin, patient_ids_in_payload
 from integrations.webhook_models import (
     WebhookAttempt,
     WebhookDelivery,
@@ -264,8 +265,14 @@ def _pretty_body(event: WebhookEvent) -> str:
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """Read-only, with every attempt; the replay action sends a delivery again from the start."""
+class WebhookDeliveryAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Read-only, with every attempt; the replay action sends a delivery again from the start. Its page
+    shows the body (the patient's name): audited; the list shows no patient data."""
+
+    audit_list_page = False
+
+    def patient_ids_of(self, obj: WebhookDelivery) -> list[str]:
+        return patient_ids_in_payload(obj.event.payload)
 
     list_display = [
         "id",
@@ -346,8 +353,14 @@ class WebhookDeliveryInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(WebhookEvent)
-class WebhookEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """The outbox: every published event, read-only, with its deliveries."""
+class WebhookEventAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The outbox: every published event, read-only, with its deliveries. Its page shows the body (the
+    patient's name): audited; the list shows no patient data."""
+
+    audit_list_page = False
+
+    def patient_ids_of(self, obj: WebhookEvent) -> list[str]:
+        return patient_ids_in_payload(obj.payload)
 
     list_display = ["id", "type", "created_at", "delivery_count", "is_test"]
     list_filter = ["type", "is_test"]

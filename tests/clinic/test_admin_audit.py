@@ -267,3 +267,22 @@ def test_with_two_factor_on_a_session_without_the_code_sees_no_patient_and_leave
 
     assert response.status_code == 302
     assert rows() == []
+
+
+def test_a_webhook_event_page_shows_the_patient_in_its_body_and_is_audited_but_its_list_is_not(staff):
+    from django.utils import timezone
+
+    from integrations.webhook_models import WebhookEvent
+
+    patient = PatientFactory()
+    payload = {"appointment": {"appointment_id": "a", "patient": {"id": str(patient.pk), "name": "Priya Test"}}}
+    event = WebhookEvent.objects.create(type="appointment.booked", payload=payload, created_at=timezone.now())
+
+    listing = staff.get("/admin/integrations/webhookevent/")
+    assert listing.status_code == 200
+    assert rows() == []
+
+    page = staff.get(f"/admin/integrations/webhookevent/{event.pk}/change/")
+    assert page.status_code == 200
+    assert "Priya Test" in page.content.decode()
+    assert only_row().patient_ids == [patient.pk]

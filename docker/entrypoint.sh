@@ -1,11 +1,13 @@
 #!/bin/sh
 # Roles: web (migrates, then gunicorn), worker (Celery worker), beat (Celery beat), or any command.
+# Liveness of worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 = alive), which
+# docker/compose.yaml runs as their healthchecks. .ci/production_roles starts each role through this file.
 set -e
 case "$1" in
   web)
     python manage.py migrate --no-input
     exec gunicorn clinic.wsgi:application \
-      --bind 0.0.0.0:8000 \
+      --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
       --workers "${GUNICORN_WORKERS:-4}" \
       --threads "${GUNICORN_THREADS:-2}" \
       --timeout 30 \
@@ -16,7 +18,7 @@ case "$1" in
     exec celery -A clinic worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
     ;;
   beat)
-    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}" --schedule /tmp/celerybeat-schedule
+    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}" --schedule "${BEAT_SCHEDULE_FILE:-/tmp/celerybeat-schedule}"
     ;;
   *)
     exec "$@"

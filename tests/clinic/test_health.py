@@ -1,14 +1,30 @@
-"""/healthz (the process is alive) and /readyz (PostgreSQL and Redis answer), both without a token."""
+"""/healthz (the process is alive) and /readyz (PostgreSQL and Redis answer, and whether a Celery worker and
+beat have a fresh heartbeat), both without a token."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from django.db import OperationalError
 
+from clinic import heartbeat
 from clinic.api import meta_views
 from integrations.models import AuditLogEntry
+from tests.worker import worker_process  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
+
+NO_WORKER = "missing: no heartbeat in the last 30 s"
+
+
+@pytest.fixture(autouse=True)
+def no_heartbeats():
+    """Heartbeats left by another test's killed worker must not make a role look alive here."""
+    connection = heartbeat.redis_connection()
+    connection.delete(*(heartbeat.heartbeat_key(role) for role in heartbeat.ROLES))
+    yield
+    connection.delete(*(heartbeat.heartbeat_key(role) for role in heartbeat.ROLES))
 
 
 def test_healthz_is_ok_without_a_token(client):
@@ -27,12 +43,86 @@ def test_healthz_ignores_a_bad_token(client):
     assert response.json() == {"status": "ok"}
 
 
-def test_readyz_reports_database_and_redis_ok(client):
+def test_readyz_reports_database_and_redis_ok_and_no_worker_without_failing(client):
+    """By default a missing worker or beat is reported, not fatal: a web pod must not leave the load
+    balancer because a worker is down (the worker's liveness command restarts it)."""
     response = client.get("/readyz")
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
-    assert response.json() == {"status": "ok", "checks": {"database": "ok", "redis": "ok"}}
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "redis": "ok", "worker": NO_WORKER, "beat": NO_WORKER},
+    }
+
+
+def test_readyz_is_503_without_a_worker_when_the_worker_is_required(client, settings):
+    settings.READYZ_REQUIRE_ROLES = ["worker"]
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "unavailable",
+        "checks": {
+            "database": "ok",
+            "redis": "ok",
+            "worker": "error: no heartbeat in the last 30 s",
+            "beat": NO_WORKER,
+        },
+    }
+
+
+def test_readyz_counts_only_fresh_heartbeats(client, settings):
+    settings.READYZ_REQUIRE_ROLES = ["worker", "beat"]
+    connection = heartbeat.redis_connection()
+    connection.zadd(heartbeat.heartbeat_key("worker"), {"celery@gone": time.time() - 31})
+    heartbeat.heartbeat_record(role="beat", node="1@somewhere")
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json()["checks"] == {
+        "database": "ok",
+        "redis": "ok",
+        "worker": "error: no heartbeat in the last 30 s",
+        "beat": "ok",
+    }
+
+    heartbeat.heartbeat_record(role="worker", node="celery@gone")
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "redis": "ok", "worker": "ok", "beat": "ok"},
+    }
+
+
+def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker_process):  # noqa: F811
+    settings.READYZ_REQUIRE_ROLES = ["worker", "beat"]
+    worker = worker_process(beat=True)
+    deadline = time.monotonic() + 20  # embedded beat starts a moment after the worker is ready
+    while client.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json()["checks"] == {"database": "ok", "redis": "ok", "worker": "ok", "beat": "ok"}
+
+    worker.stop()  # a clean stop removes both heartbeats at once
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json()["checks"] == {
+        "database": "ok",
+        "redis": "ok",
+        "worker": "error: no heartbeat in the last 30 s",
+        "beat": "error: no heartbeat in the last 30 s",
+    }
 
 
 def test_readyz_is_503_when_redis_does_not_answer(client, settings):
@@ -45,6 +135,7 @@ def test_readyz_is_503_when_redis_does_not_answer(client, settings):
     assert body["status"] == "unavailable"
     assert body["checks"]["database"] == "ok"
     assert body["checks"]["redis"].startswith("error: ")
+    assert "worker" not in body["checks"]  # unknown without Redis; the redis error already says not ready
     assert "127.0.0.1" not in response.content.decode()
 
 
@@ -61,7 +152,7 @@ def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch):
     assert response.status_code == 503
     assert response.json() == {
         "status": "unavailable",
-        "checks": {"database": "error: OperationalError", "redis": "ok"},
+        "checks": {"database": "error: OperationalError", "redis": "ok", "worker": NO_WORKER, "beat": NO_WORKER},
     }
 
 

@@ -63,10 +63,11 @@ class ClinicAutoSchema(AutoSchema):
     def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> Any:
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if isinstance(field, serializers.ListSerializer | serializers.ListField) and schema.get("type") == "array":
-            if field.min_length is not None:
-                schema["minItems"] = field.min_length
-            if field.max_length is not None:
-                schema["maxItems"] = field.max_length
+            min_length, max_length = getattr(field, "min_length", None), getattr(field, "max_length", None)
+            if min_length is not None:
+                schema["minItems"] = min_length
+            if max_length is not None:
+                schema["maxItems"] = max_length
         if isinstance(field, serializers.DecimalField) and schema.get("type") == "number":
             schema["format"] = "decimal"
             schema["multipleOf"] = float(Decimal(1).scaleb(-(field.decimal_places or 0)))

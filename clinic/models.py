@@ -13,7 +13,7 @@ from django.db.models.functions import Lower
 
 from clinic.states import GST_STATE_CODES, IndianState
 
-GSTIN_PATTERN = re.compile(r"^\d{2}[A-Z]{5}\d{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
+GSTIN_PATTERN = re.compile(r"^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
 
 
 def validate_time_zone(value: str) -> None:
@@ -55,6 +55,7 @@ class Branch(TimeStampedModel):
     is_active = models.BooleanField(default=True)
     is_head_office = models.BooleanField(
         default=False,
+        db_default=False,  # rows written by COPY (scale data) or raw SQL need no value
         help_text="The organisation's head office: where API clients of several branches register patients "
         "that arrive without a branch_id (unless the client has a default registration branch).",
     )

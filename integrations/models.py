@@ -161,6 +161,7 @@ class AuditLogEntry(models.Model):
     actor = models.CharField(
         max_length=200,
         blank=True,
+        db_default="",  # rows written by raw SQL or COPY need no value
         help_text="Who acted when it is not an authenticated API client: staff:<username> for the admin, "
         "client-id-tried:<client_id> for a refused token exchange.",
     )

@@ -59,7 +59,8 @@ def patient_duplicate_find(
         existing = existing.exclude(id=exclude_id)
     candidates = list(existing.order_by("registered_at").only("id", "patient_id", "registration_branch_id")[:50])
     visible = [p for p in candidates if visible_branch_ids is None or p.registration_branch_id in visible_branch_ids]
-    return (visible or candidates or [None])[0]
+    chosen = visible or candidates
+    return chosen[0] if chosen else None
 
 
 # A client restricted to some branches learns nothing about patients outside them beyond what it sent

@@ -9,7 +9,7 @@ from datetime import date, time, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
+from appointments.models import Appointment, BranchHoliday, DoctorLeave, TokenCounter, WeeklySession
 from appointments.services import (
     appointment_book,
     appointment_cancel,
@@ -71,7 +71,26 @@ def _seed_appointments(*, doctor: Doctor, branch: Branch, patients: Sequence[Pat
     ]
     if len(booked) < 7:
         return
+    # Check-in happens on the appointment's day and a no-show once it has started, so the three that show
+    # the clinic's day are moved to today first, back to back and ending around now.
+    _move_to_today(doctor=doctor, branch=branch, appointments=[booked[6], booked[4], booked[3]], length=length)
     appointment_check_in(appointment=booked[3], actor="seed_demo")
     appointment_complete(appointment=appointment_check_in(appointment=booked[4], actor="seed_demo"), actor="seed_demo")
     appointment_cancel(appointment=booked[5], reason="Patient travelling", actor="seed_demo", enforce_window=False)
     appointment_no_show(appointment=booked[6], actor="seed_demo")
+
+
+def _move_to_today(*, doctor: Doctor, branch: Branch, appointments: Sequence[Appointment], length: timedelta) -> None:
+    """Demo data only: put the appointments one after another from len x length before now (not before local
+    midnight), so the first has started and all are on today's local date. Each keeps its token; today's
+    counter is raised past it so later bookings today never hand the number out again."""
+    now = timezone.localtime(timezone.now(), branch.zone).replace(second=0, microsecond=0)
+    start = max(now - len(appointments) * length, now.replace(hour=0, minute=0))
+    for index, appointment in enumerate(appointments):
+        slot_start = start + index * length
+        Appointment.objects.filter(pk=appointment.pk).update(
+            slot_start=slot_start, slot_end=slot_start + length, local_date=slot_start.date()
+        )
+    counter, _ = TokenCounter.objects.get_or_create(doctor=doctor, local_date=start.date())
+    counter.last_number = max([counter.last_number, *(a.token_number for a in appointments)])
+    counter.save(update_fields=["last_number"])

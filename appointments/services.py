@@ -9,7 +9,7 @@ the second one sees the state the first one left.
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -48,6 +48,13 @@ class InvalidState(Conflict):
 class CancellationWindow(Conflict):
     code = "cancellation_window"
     title = "Inside the cancellation window"
+
+
+class OutsideAllowedTime(Conflict):
+    """A status change asked for at a time the appointment's schedule does not allow (CONTRACT section 11)."""
+
+    code = "outside_allowed_time"
+    title = "Not allowed at this time"
 
 
 def _next_token(doctor: Doctor, local_date: date) -> int:
@@ -190,11 +197,15 @@ def appointment_reschedule(
     _lock_day(appointment.doctor, local_date)
     appointment = _lock(appointment, "reschedule")
     _lock_patient(appointment.patient_id)
-    if appointment.slot_start <= timezone.now():
+    now = timezone.now()
+    if appointment.slot_start <= now:
         raise InvalidState(
             "The appointment has already started; check the patient in or mark a no-show instead.",
             current_status=appointment.status,
         )
+    # Moving an appointment is as late a change as cancelling it: were it allowed inside the window, a move
+    # to another day followed by a cancel there would launder a late cancellation.
+    _check_window(appointment, now, "rescheduled")
     if (slot_start, slot_end) == (appointment.slot_start, appointment.slot_end):
         raise FieldError({"new_slot_start": "The appointment is already at that time."})
     if not is_free_cell(doctor=appointment.doctor, branch=branch, start=slot_start, end=slot_end, ignoring=appointment):
@@ -229,6 +240,26 @@ def cancellation_deadline(appointment: Appointment) -> datetime:
     return appointment.slot_start - timedelta(minutes=appointment.branch.cancellation_window_minutes)
 
 
+def _check_window(appointment: Appointment, now: datetime, done: str) -> None:
+    """409 cancellation_window from the deadline of the appointment's current slot on."""
+    deadline = cancellation_deadline(appointment)
+    if now >= deadline:
+        window = appointment.branch.cancellation_window_minutes
+        raise CancellationWindow(
+            f"Appointments at this branch can be {done} through the API only until {window} minutes before "
+            "they start; ask the clinic's staff.",
+            cancellable_until=deadline.astimezone(appointment.branch.zone).isoformat(),
+        )
+
+
+def _local_day_bounds(appointment: Appointment) -> tuple[datetime, datetime]:
+    """Start and end (exclusive: the next day's midnight) of the appointment's local day at its branch."""
+    zone = appointment.branch.zone
+    start = datetime.combine(appointment.local_date, time.min, tzinfo=zone)
+    end = datetime.combine(appointment.local_date + timedelta(days=1), time.min, tzinfo=zone)
+    return start, end
+
+
 @transaction.atomic
 def appointment_cancel(
     *, appointment: Appointment, reason: str, actor: str = "system", enforce_window: bool = True
@@ -241,13 +272,8 @@ def appointment_cancel(
         raise FieldError({"reason": "A reason is required to cancel an appointment."})
     appointment = _lock(appointment, "cancel")
     now = timezone.now()
-    if enforce_window and now >= cancellation_deadline(appointment):
-        window = appointment.branch.cancellation_window_minutes
-        raise CancellationWindow(
-            f"Appointments at this branch can be cancelled through the API only until {window} minutes before "
-            "they start; ask the clinic's staff.",
-            cancellable_until=cancellation_deadline(appointment).astimezone(appointment.branch.zone).isoformat(),
-        )
+    if enforce_window:
+        _check_window(appointment, now, "cancelled")
     appointment.status = Status.CANCELLED
     appointment.cancelled_at = now
     appointment.cancellation_reason = reason
@@ -260,7 +286,16 @@ def appointment_cancel(
 
 @transaction.atomic
 def appointment_check_in(*, appointment: Appointment, actor: str = "system") -> Appointment:
+    """Check the patient in: any time on the appointment's local day at its branch (early arrivals included),
+    never on another day. A patient who comes the day after missed the appointment: a no-show."""
     appointment = _lock(appointment, "check_in")
+    day_start, day_end = _local_day_bounds(appointment)
+    if not day_start <= timezone.now() < day_end:
+        raise OutsideAllowedTime(
+            f"An appointment can be checked in only on its day, {appointment.local_date}, at its branch.",
+            allowed_from=day_start.isoformat(),
+            allowed_until=day_end.isoformat(),
+        )
     appointment.status = Status.CHECKED_IN
     appointment.checked_in_at = timezone.now()
     _save(appointment, ["status", "checked_in_at"])
@@ -294,7 +329,14 @@ def appointment_complete(*, appointment: Appointment, actor: str = "system") -> 
 
 @transaction.atomic
 def appointment_no_show(*, appointment: Appointment, actor: str = "system") -> Appointment:
+    """Mark a booked appointment missed, once it has started (before that the patient may still come, and
+    the slot must not be freed)."""
     appointment = _lock(appointment, "no_show")
+    if timezone.now() < appointment.slot_start:
+        raise OutsideAllowedTime(
+            "An appointment can be marked a no-show only once it has started.",
+            allowed_from=appointment.slot_start.astimezone(appointment.branch.zone).isoformat(),
+        )
     appointment.status = Status.NO_SHOW
     _save(appointment, ["status"])
     _record(appointment, AppointmentChange.Kind.NO_SHOW, actor=actor)

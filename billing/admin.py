@@ -198,10 +198,8 @@ class InvoiceAdminForm(forms.ModelForm):
         super().clean()
         data = self.cleaned_data
         branch, day = data.get("branch") or getattr(self.instance, "branch", None), data.get("date")
-        if branch is not None and day is not None:
-            today = timezone.localtime(timezone.now(), branch.zone).date()
-            if day > today:
-                self.add_error("date", f"Cannot be in the future (today is {today} at this branch).")
+        if branch is not None and day is not None and (problem := services.invoice_date_problem(branch, day)):
+            self.add_error("date", problem)
         return data
 
 

@@ -21,6 +21,11 @@ def financial_year(day: date) -> str:
     return f"{start}-{(start + 1) % 100:02d}"
 
 
+def financial_year_start(day: date) -> date:
+    """1 April of the financial year `day` falls in: 2026-03-31 -> 2025-04-01."""
+    return date(day.year if day.month >= 4 else day.year - 1, 4, 1)
+
+
 def format_invoice_number(branch_code: str, year: str, number: int) -> str:
     return f"{branch_code}/{year}/{number:0{NUMBER_DIGITS}d}"
 

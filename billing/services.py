@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -66,9 +66,26 @@ def _today(branch: Branch) -> date:
     return timezone.localtime(timezone.now(), branch.zone).date()
 
 
-def _check_date(branch: Branch, day: date, field: str) -> None:
-    if day > _today(branch):
-        raise FieldError({field: f"Cannot be in the future (today is {_today(branch)} at this branch)."})
+def earliest_invoice_date(branch: Branch) -> date:
+    """1 April of the previous financial year at the branch: late bills of the year just closed are still
+    raised, anything older would be numbered into a series the accounts have long closed."""
+    return numbering.financial_year_start(numbering.financial_year_start(_today(branch)) - timedelta(days=1))
+
+
+def invoice_date_problem(branch: Branch, day: date) -> str | None:
+    """Why `day` cannot be an invoice's date at the branch (CONTRACT section 11), or None."""
+    today, earliest = _today(branch), earliest_invoice_date(branch)
+    if day > today:
+        return f"Cannot be in the future (today is {today} at this branch)."
+    if day < earliest:
+        return f"Cannot be before {earliest}, the start of the previous financial year."
+    return None
+
+
+def _check_invoice_date(branch: Branch, day: date) -> None:
+    problem = invoice_date_problem(branch, day)
+    if problem is not None:
+        raise FieldError({"date": problem})
 
 
 def _lock(invoice: Invoice, action: str) -> Invoice:
@@ -166,6 +183,8 @@ def _finalize(invoice: Invoice) -> None:
     """Number a locked draft: the next number of its branch in the financial year of its date."""
     if not invoice.line_items.exists():
         raise FieldError({"line_items": "An invoice needs at least one line item to be finalized."})
+    # A draft dated long ago (or a date the checks above never saw) would open or extend a closed year's series.
+    _check_invoice_date(invoice.branch, invoice.date)
     year = numbering.financial_year(invoice.date)
     number = numbering.next_invoice_number(branch_id=invoice.branch_id, year=year)
     invoice.invoice_number = numbering.format_invoice_number(invoice.branch.code, year, number)
@@ -186,9 +205,10 @@ def invoice_create(
 ) -> Invoice:
     """Create a draft (and finalize it at once when asked). The place of supply and with it the CGST/SGST
     or IGST treatment are fixed here, from the patient's address state against the branch's state.
-    `invoice_date` defaults to today at the branch and may not be in the future."""
+    `invoice_date` defaults to today at the branch; it may not be in the future nor before the start of the
+    previous financial year (400 on `date`; checked again at finalization)."""
     day = invoice_date or _today(branch)
-    _check_date(branch, day, "date")
+    _check_invoice_date(branch, day)
     interstate = tax.is_interstate(patient_state=patient.address_state, branch_state=branch.state)
     invoice = Invoice(
         branch=branch,
@@ -213,7 +233,7 @@ def invoice_update(
     """Change a draft: its date, and/or replace all its lines. 409 invalid_state once finalized."""
     invoice = _lock(invoice, "edit")
     if invoice_date is not None:
-        _check_date(invoice.branch, invoice_date, "date")
+        _check_invoice_date(invoice.branch, invoice_date)
         invoice.date = invoice_date
         invoice.save(update_fields=["date", "updated_at"])
     if line_items is not None:

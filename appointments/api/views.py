@@ -49,6 +49,13 @@ register_problem(
     "The appointment starts within the branch's cancellation window; only staff can cancel it now. "
     "See cancellable_until.",
 )
+register_problem(
+    "outside_allowed_time",
+    409,
+    "Not allowed at this time",
+    "The status change is not allowed yet or any more: check-in only on the appointment's local day, no-show "
+    "only once it has started. See allowed_from (and allowed_until).",
+)
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Appointment UUID (appointment_id).")
 _NOT_FOUND = OpenApiResponse(
@@ -284,7 +291,10 @@ class AppointmentRescheduleView(AppointmentView):
         responses={
             200: schema.AppointmentSchema,
             404: _NOT_FOUND,
-            409: OpenApiResponse(description="`slot_unavailable` or `invalid_state` (not booked)."),
+            409: OpenApiResponse(
+                description="`slot_unavailable`, `invalid_state` (not booked) or `cancellation_window` (the "
+                "current slot starts within the branch's cancellation window; with `cancellable_until`)."
+            ),
         },
         examples=[
             OpenApiExample(
@@ -345,7 +355,9 @@ class AppointmentCheckInView(_TransitionView):
     @_transition_schema(
         "check_in",
         "Check a patient in",
-        "`booked` -> `checked_in`; sets `checked_in_at` and publishes `appointment.checked_in`.",
+        "`booked` -> `checked_in`; sets `checked_in_at` and publishes `appointment.checked_in`. Only on the "
+        "appointment's local day at its branch (any time that day): otherwise 409 `outside_allowed_time` with "
+        "`allowed_from` and `allowed_until` (that day's start and the next day's start, exclusive).",
         schema.CHECKED_IN,
     )
     def post(self, request: Request, id: str) -> Response:
@@ -372,7 +384,8 @@ class AppointmentNoShowView(_TransitionView):
     @_transition_schema(
         "no_show",
         "Mark a no-show",
-        "`booked` -> `no_show`; frees the slot, keeps the token number and publishes `appointment.no_show`.",
+        "`booked` -> `no_show`; frees the slot, keeps the token number and publishes `appointment.no_show`. Only "
+        "once the appointment has started: before `slot_start`, 409 `outside_allowed_time` with `allowed_from`.",
         schema.NO_SHOW,
     )
     def post(self, request: Request, id: str) -> Response:

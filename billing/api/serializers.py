@@ -106,7 +106,10 @@ class InvoiceCreateSerializer(StrictSerializer):
 
     patient_id = serializers.CharField(max_length=64, help_text="Patient UUID or patient_id (PAT-000123).")
     branch_id = serializers.UUIDField(required=False, help_text="Default: the client's only branch.")
-    date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
+    date = serializers.DateField(
+        required=False,
+        help_text="Default: today at the branch; not in the future, nor before 1 April of the previous financial year.",
+    )
     line_items = LineItemInputSerializer(many=True, min_length=1, max_length=MAX_LINE_ITEMS)  # type: ignore[call-arg]
     finalize = serializers.BooleanField(default=False, help_text="Finalize at once (assigns the number).")
 
@@ -127,7 +130,9 @@ class InvoiceCreateSerializer(StrictSerializer):
 
 
 class InvoiceUpdateSerializer(StrictSerializer):
-    date = serializers.DateField(required=False)
+    date = serializers.DateField(
+        required=False, help_text="Not in the future, nor before 1 April of the previous financial year."
+    )
     line_items = LineItemInputSerializer(  # type: ignore[call-arg]
         many=True, min_length=1, max_length=MAX_LINE_ITEMS, required=False, help_text="Replaces every line."
     )

@@ -94,6 +94,22 @@ def make_clinic(token_for: Any, **writer_options: Any) -> Clinic:
     )
 
 
+def start_now(appointment_id: Any, minutes_ago: int = 1) -> Appointment:
+    """Test setup, by a direct ORM update: move a booked appointment so that it started `minutes_ago` minutes
+    ago (not before midnight), today at its branch, keeping its length and token. Check-in is allowed only on
+    the appointment's local day and no-show only once it has started (CONTRACT section 11), and booking
+    cannot create such an appointment (a cell that has started is not bookable)."""
+    appointment = Appointment.objects.select_related("branch").get(id=appointment_id)
+    now = timezone.now().astimezone(appointment.branch.zone)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = max(now - timedelta(minutes=minutes_ago), midnight)
+    Appointment.objects.filter(id=appointment.id).update(
+        slot_start=start, slot_end=start + (appointment.slot_end - appointment.slot_start), local_date=start.date()
+    )
+    appointment.refresh_from_db()
+    return appointment
+
+
 # --- Calls -----------------------------------------------------------------------------------------------
 
 

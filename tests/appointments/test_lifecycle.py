@@ -31,10 +31,13 @@ from tests.appointments.lifecycle_helpers import (
     iso,
     local,
     make_clinic,
+    make_near_term,
     perform,
     post_action,
     snapshot,
+    start_now,
 )
+from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import at as ist_at
 from tests.conftest import bearer
 from tests.factories import BranchFactory, DoctorFactory
@@ -70,10 +73,15 @@ def published(monkeypatch) -> EventRecorder:
     return EventRecorder(monkeypatch)
 
 
-def appointment_in(client: Any, clinic: Clinic, status: str) -> dict[str, Any]:
+def appointment_in(client: Any, clinic: Clinic, status: str, started: bool = False) -> dict[str, Any]:
     """Priya's appointment with Dr. Rao on DAY 09:00-09:15, booked through the API and then moved to
-    `status` by the services; the current GET body."""
+    `status` by the services; the current GET body. Checked in, completed and no-show appointments (and
+    `started` ones, unless cancelled: cancelling is refused inside the window) are first moved to have
+    started a minute ago (start_now): the time rules allow check-in only on the appointment's day and no-show
+    only once it has started."""
     booked = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "09:00"), ist_at(DAY, "09:15"))
+    if (started and status != "cancelled") or status in ("checked_in", "completed", "no_show"):
+        start_now(booked["appointment_id"])
     appointment = Appointment.objects.get(id=booked["appointment_id"])
     if status in ("checked_in", "completed"):
         appointment = services.appointment_check_in(appointment=appointment)
@@ -95,7 +103,9 @@ def appointment_in(client: Any, clinic: Clinic, status: str) -> dict[str, Any]:
 @pytest.mark.parametrize("action", ACTIONS)
 @pytest.mark.parametrize("status", STATUSES)
 def test_every_status_and_action_is_allowed_exactly_as_the_contract_says(client, clinic, published, status, action):
-    before_body = appointment_in(client, clinic, status)
+    # Check-in and no-show are tried on an appointment that has started (today), the others on one a week
+    # ahead (outside the cancellation window): each allowed pair is then allowed by the time rules too.
+    before_body = appointment_in(client, clinic, status, started=action in ("check-in", "no-show"))
     appointment_id = before_body["appointment_id"]
     before = snapshot()
     published.clear()
@@ -162,6 +172,7 @@ def test_the_transition_table_of_the_services_is_the_contracts():
 
 def test_check_in_sets_checked_in_at_bumps_the_version_and_records_the_history(client, clinic, published):
     booked = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "09:30"), ist_at(DAY, "09:45"))
+    moved = start_now(booked["appointment_id"])  # check-in only on the appointment's day
     published.clear()
 
     response = post_action(client, clinic.writer, booked["appointment_id"], "check-in")
@@ -172,7 +183,7 @@ def test_check_in_sets_checked_in_at_bumps_the_version_and_records_the_history(c
     assert (body["status"], body["version"], body["token_number"]) == ("checked_in", 2, 1)
     assert body["checked_in_at"] == local(row.checked_in_at)
     assert (body["completed_at"], body["cancelled_at"], body["cancellation_reason"]) == (None, None, None)
-    assert (body["slot_start"], body["slot_end"]) == (iso(DAY, "09:30"), iso(DAY, "09:45"))
+    assert (body["slot_start"], body["slot_end"]) == (local(moved.slot_start), local(moved.slot_end))
     assert history(booked["appointment_id"]) == [(1, "booked"), (2, "checked_in")]
     change = AppointmentChange.objects.get(appointment_id=booked["appointment_id"], version=2)
     writer_client = ApiClient.objects.get(branches=clinic.branch)
@@ -180,14 +191,18 @@ def test_check_in_sets_checked_in_at_bumps_the_version_and_records_the_history(c
     assert published.calls == [("appointment.checked_in", {"appointment": body})]
 
 
-def test_a_checked_in_appointment_keeps_its_cell_taken(client, clinic):
-    booked = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "09:30"), ist_at(DAY, "09:45"))
+def test_a_checked_in_appointment_keeps_its_cell_taken(client, token_for):
+    # Check-in happens on the appointment's day: a branch whose doctor consults until 18:00 today (local).
+    near = make_near_term(token_for)
+    start, end = near.cell(180)
+    booked = book(client, near.writer, near.patient, near.doctor, start, end)
 
-    post_action(client, clinic.writer, booked["appointment_id"], "check-in")
+    response = post_action(client, near.writer, booked["appointment_id"], "check-in")
 
-    cells = get_slots(client, clinic.writer, clinic.doctor, DAY)
-    assert (iso(DAY, "09:15"), iso(DAY, "09:30")) in cells
-    assert (iso(DAY, "09:30"), iso(DAY, "09:45")) not in cells
+    assert response.status_code == 200, response.content
+    cells = get_slots(client, near.writer, near.doctor, start.date())
+    assert ((start - timedelta(minutes=5)).isoformat(), start.isoformat()) in cells
+    assert (start.isoformat(), end.isoformat()) not in cells
 
 
 # --- Complete -------------------------------------------------------------------------------------------
@@ -203,6 +218,7 @@ def test_complete_adds_exactly_one_outpatient_visit_linked_to_the_appointment(cl
         ist_at(DAY, "10:15"),
         notes="Fever for three days",
     )
+    start_now(booked["appointment_id"])  # check-in only on the appointment's day
     checked_in = post_action(client, clinic.writer, booked["appointment_id"], "check-in").json()
     published.clear()
     visits_before = Visit.objects.count()
@@ -243,6 +259,7 @@ def test_complete_adds_exactly_one_outpatient_visit_linked_to_the_appointment(cl
 
 def test_the_completed_visit_appears_in_the_patient_profile(client, clinic, token_for):
     booked = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "10:00"), ist_at(DAY, "10:15"))
+    start_now(booked["appointment_id"])  # check-in only on the appointment's day
     post_action(client, clinic.writer, booked["appointment_id"], "check-in")
     completed = post_action(client, clinic.writer, booked["appointment_id"], "complete").json()
     reader = token_for(["patients:read"], branches=[clinic.branch])
@@ -296,6 +313,9 @@ def test_completing_a_booked_appointment_that_was_never_checked_in_is_409_and_ad
 def test_no_show_frees_the_cell_keeps_the_token_and_the_next_booking_takes_the_next_number(client, clinic, published):
     first = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "09:00"), ist_at(DAY, "09:15"))
     assert (iso(DAY, "09:00"), iso(DAY, "09:15")) not in get_slots(client, clinic.writer, clinic.doctor, DAY)
+    # No-show only once the appointment has started: it is moved to have started a minute ago (its token
+    # and DAY's counter stay as booked).
+    moved = start_now(first["appointment_id"])
     published.clear()
 
     response = post_action(client, clinic.writer, first["appointment_id"], "no-show")
@@ -306,12 +326,19 @@ def test_no_show_frees_the_cell_keeps_the_token_and_the_next_booking_takes_the_n
     assert (body["checked_in_at"], body["completed_at"], body["cancelled_at"]) == (None, None, None)
     assert published.calls == [("appointment.no_show", {"appointment": body})]
     assert history(first["appointment_id"]) == [(1, "booked"), (2, "no_show")]
-    assert get_slots(client, clinic.writer, clinic.doctor, DAY)[0] == (iso(DAY, "09:00"), iso(DAY, "09:15"))
+    # The interval is free again: the doctor's exclusion constraint no longer counts the appointment (a cell
+    # that has started is not bookable through the API, so the overlapping row is written directly).
+    overlapping = AppointmentFactory(
+        doctor=clinic.doctor, branch=clinic.branch, slot_start=moved.slot_start, slot_end=moved.slot_end
+    )
 
     again = book(client, clinic.writer, clinic.other_patient, clinic.doctor, ist_at(DAY, "09:00"), ist_at(DAY, "09:15"))
 
     assert again["token_number"] == 2
-    assert sorted(Appointment.objects.values_list("status", "token_number")) == [("booked", 2), ("no_show", 1)]
+    assert sorted(Appointment.objects.exclude(id=overlapping.id).values_list("status", "token_number")) == [
+        ("booked", 2),
+        ("no_show", 1),
+    ]
 
 
 # --- Bodies --------------------------------------------------------------------------------------------
@@ -319,7 +346,7 @@ def test_no_show_frees_the_cell_keeps_the_token_and_the_next_booking_takes_the_n
 
 @pytest.mark.parametrize("action", ["check-in", "complete", "no-show"])
 def test_an_unknown_body_field_on_a_status_change_is_400_and_changes_nothing(client, clinic, action):
-    appointment = appointment_in(client, clinic, "checked_in" if action == "complete" else "booked")
+    appointment = appointment_in(client, clinic, "checked_in" if action == "complete" else "booked", started=True)
     before = snapshot()
 
     response = post_action(client, clinic.writer, appointment["appointment_id"], action, {"note": "arrived early"})
@@ -330,7 +357,7 @@ def test_an_unknown_body_field_on_a_status_change_is_400_and_changes_nothing(cli
 
 @pytest.mark.parametrize("action", ["check-in", "complete", "no-show"])
 def test_an_empty_json_object_is_an_acceptable_empty_body(client, clinic, action):
-    appointment = appointment_in(client, clinic, "checked_in" if action == "complete" else "booked")
+    appointment = appointment_in(client, clinic, "checked_in" if action == "complete" else "booked", started=True)
 
     response = post_action(client, clinic.writer, appointment["appointment_id"], action, {})
 
@@ -342,8 +369,10 @@ def test_an_empty_json_object_is_an_acceptable_empty_body(client, clinic, action
 
 
 def ready_for(client: Any, clinic: Clinic, action: str) -> dict[str, Any]:
-    """An appointment from which `action` would succeed: a denial is then about access only."""
-    return appointment_in(client, clinic, "checked_in" if action == "complete" else "booked")
+    """An appointment from which `action` would succeed (the time rules included): a denial is then about
+    access only."""
+    started = action in ("check-in", "complete", "no-show")
+    return appointment_in(client, clinic, "checked_in" if action == "complete" else "booked", started=started)
 
 
 @pytest.mark.parametrize("scopes", [["appointments:read"], ["patients:read", "patients:write"]])
@@ -467,6 +496,7 @@ def test_an_unrestricted_client_can_change_an_appointment_at_any_branch(client, 
         local_date=DAY,
         token_number=1,
     )
+    start_now(appointment.id)  # check-in only on the appointment's day
     token = token_for(["appointments:write"])
 
     response = post_action(client, token, str(appointment.id), "check-in")
@@ -488,6 +518,7 @@ def test_each_change_of_a_day_publishes_one_event_with_the_full_appointment(clie
         content_type="application/json",
         **bearer(clinic.writer),
     ).json()
+    start_now(first["appointment_id"])  # check-in only on the appointment's day (a setup write: no event)
     checked_in = post_action(client, clinic.writer, first["appointment_id"], "check-in").json()
     completed = post_action(client, clinic.writer, first["appointment_id"], "complete").json()
     second = book(
@@ -498,6 +529,7 @@ def test_each_change_of_a_day_publishes_one_event_with_the_full_appointment(clie
     ).json()
     third_patient = PatientFactory(registration_branch=clinic.branch)
     third = book(client, clinic.writer, third_patient, clinic.doctor, ist_at(DAY, "12:00"), ist_at(DAY, "12:15"))
+    start_now(third["appointment_id"], minutes_ago=30)  # no-show once started; clear of Priya's moved slot
     absent = post_action(client, clinic.writer, third["appointment_id"], "no-show").json()
 
     assert published.calls == [
@@ -516,6 +548,7 @@ def test_each_change_of_a_day_publishes_one_event_with_the_full_appointment(clie
 
 def test_the_history_keeps_every_change_with_its_actor_and_version(client, clinic):
     booked = book(client, clinic.writer, clinic.patient, clinic.doctor, ist_at(DAY, "09:00"), ist_at(DAY, "09:15"))
+    start_now(booked["appointment_id"])  # check-in only on the appointment's day
     post_action(client, clinic.writer, booked["appointment_id"], "check-in")
     post_action(client, clinic.writer, booked["appointment_id"], "complete")
 

@@ -19,6 +19,7 @@ from appointments.models import Appointment
 from appointments.tasks import appointment_notify
 from clinic.celery import app as celery_app
 from integrations.models import NotificationAttempt, NotificationSettings
+from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, book, booking, branch, doctor, post_booking, writer
 from tests.conftest import bearer
 from tests.factories import BranchFactory
@@ -219,6 +220,7 @@ def test_check_in_complete_and_no_show_notify_nobody(
     appointment = Appointment.objects.get(
         pk=book_committed(client, writer, patient, doctor, django_capture_on_commit_callbacks)["appointment_id"]
     )
+    start_now(appointment.pk)  # check-in only on the appointment's day
     with django_capture_on_commit_callbacks(execute=True):
         services.appointment_complete(appointment=services.appointment_check_in(appointment=appointment))
     assert len(gateway.received) == 1

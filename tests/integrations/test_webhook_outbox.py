@@ -13,6 +13,7 @@ from appointments.models import Appointment
 from integrations import tasks
 from integrations.events import event_publish
 from integrations.webhook_models import WebhookDelivery, WebhookEvent
+from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, booking, branch, doctor, patient, post_booking, writer
 from tests.factories import BranchFactory
 from tests.integrations.webhook_receiver import ALL_KINDS, fake_dns, subscribe
@@ -111,9 +112,11 @@ def test_each_lifecycle_change_publishes_its_event_with_the_appointment_as_it_is
     )
     appointment_services.appointment_cancel(appointment=first, reason="Unwell", enforce_window=False)
     second = book(patient, doctor, branch, "11:00", "11:15")
+    start_now(second.pk)  # check-in only on the appointment's day
     appointment_services.appointment_check_in(appointment=second)
     appointment_services.appointment_complete(appointment=second)
     third = book(patient, doctor, branch, "12:00", "12:15")
+    start_now(third.pk, minutes_ago=30)  # no-show only once started; clear of the second's moved slot
     appointment_services.appointment_no_show(appointment=third)
 
     published = [

@@ -14,6 +14,7 @@ from appointments.models import Appointment
 from integrations import tasks
 from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from integrations.webhooks import delivery as delivery_module
+from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, book, booking, branch, doctor, patient, post_booking, writer
 from tests.integrations.webhook_receiver import ALL_KINDS, Reply, receiver, subscribe, verify
 from tests.worker import celery_worker, worker_process
@@ -81,9 +82,11 @@ def test_every_lifecycle_event_reaches_the_receiver_and_verifies(celery_worker, 
     )
     appointment_services.appointment_cancel(appointment=first, reason="Travelling", enforce_window=False)
     second = book(patient=patient, doctor=doctor, branch=branch, slot_start=at(DAY, "11:00"), slot_end=at(DAY, "11:15"))
+    start_now(second.pk)  # check-in only on the appointment's day
     appointment_services.appointment_check_in(appointment=second)
     appointment_services.appointment_complete(appointment=second)
     third = book(patient=patient, doctor=doctor, branch=branch, slot_start=at(DAY, "12:00"), slot_end=at(DAY, "12:15"))
+    start_now(third.pk, minutes_ago=30)  # no-show only once started; clear of the second's moved slot
     appointment_services.appointment_no_show(appointment=third)
 
     received = receiver.wait_for(8)

@@ -256,8 +256,9 @@ def _local_day_bounds(appointment: Appointment) -> tuple[datetime, datetime]:
     """Start and end (exclusive: the next day's midnight) of the appointment's local day at its branch."""
     zone = appointment.branch.zone
     start = datetime.combine(appointment.local_date, time.min, tzinfo=zone)
-    end = datetime.combine(appointment.local_date + timedelta(days=1), time.min, tzinfo=zone)
-    return start, end
+    if appointment.local_date == date.max:  # no next day to end at
+        return start, datetime.combine(date.max, time.max, tzinfo=zone)
+    return start, datetime.combine(appointment.local_date + timedelta(days=1), time.min, tzinfo=zone)
 
 
 @transaction.atomic
@@ -289,8 +290,8 @@ def appointment_check_in(*, appointment: Appointment, actor: str = "system") -> 
     """Check the patient in: any time on the appointment's local day at its branch (early arrivals included),
     never on another day. A patient who comes the day after missed the appointment: a no-show."""
     appointment = _lock(appointment, "check_in")
-    day_start, day_end = _local_day_bounds(appointment)
-    if not day_start <= timezone.now() < day_end:
+    if timezone.localtime(timezone.now(), appointment.branch.zone).date() != appointment.local_date:
+        day_start, day_end = _local_day_bounds(appointment)
         raise OutsideAllowedTime(
             f"An appointment can be checked in only on its day, {appointment.local_date}, at its branch.",
             allowed_from=day_start.isoformat(),

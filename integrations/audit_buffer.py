@@ -12,7 +12,7 @@ import logging
 from collections import deque
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import redis
 from django.conf import settings
@@ -64,7 +64,7 @@ def has_local_rows() -> bool:
 
 def flush_local() -> int:
     """Write this process's deferred rows; called after a row was written (the database is back)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     while _local and len(rows) < FLUSH_BATCH:
         rows.append(_local.popleft())
     return _write(rows, on_failure=lambda failed: _local.extendleft(reversed(failed)))
@@ -76,7 +76,7 @@ def flush_shared() -> int:
         return flush_local()
     written = 0
     while True:
-        raw = _redis().lpop(_key(), FLUSH_BATCH)
+        raw = cast(list[bytes] | None, _redis().lpop(_key(), FLUSH_BATCH))
         if not raw:
             return written
         rows = [_decode(item) for item in raw]

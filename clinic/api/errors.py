@@ -210,7 +210,13 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         return _problem(exc.status_code, code, str(exc.detail), headers)
 
     if is_database_unavailable(exc):
-        return service_unavailable_response()
+        logger.warning("Database unavailable: answering 503")
+        return _problem(
+            503,
+            "service_unavailable",
+            "The database is unavailable; retry shortly.",
+            {"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
     logger.exception("Unhandled exception in API view", exc_info=exc)
     return _problem(500, "internal_error", None)
 

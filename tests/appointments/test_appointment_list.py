@@ -241,8 +241,12 @@ def test_filters_combine(client, roster, reader):
     assert listed(client, reader, doctor_id=str(roster.rao.id), date=NEXT_DAY.isoformat(), status="booked") == []
 
 
-def test_unknown_query_parameters_are_ignored(client, roster, reader):
-    assert listed(client, reader, sort="-slot_start", doctor=str(roster.iyer.id)) == roster.everything
+def test_unknown_query_parameters_are_refused(client, roster, reader):
+    # CONTRACT section 1: `doctor` for `doctor_id` must not silently list every appointment.
+    response = list_appointments(client, reader, sort="-slot_start", doctor=str(roster.iyer.id))
+
+    problem = assert_problem(response, 400, "unknown_parameter")
+    assert [error["field"] for error in problem["errors"]] == ["sort", "doctor"]
 
 
 # --- Branch restriction ----------------------------------------------------------------------------------

@@ -686,10 +686,11 @@ def test_every_bad_parameter_is_named_at_once(client, reader):
     ]
 
 
-def test_unknown_query_parameters_are_ignored(client, reader, doctor, monday):
+def test_unknown_query_parameters_are_refused(client, reader, doctor, monday):
     response = get_slots(client, reader, doctor_id=doctor.id, date=monday, colour="blue")
 
-    assert len(ok(response)) == 12
+    body = assert_problem(response, 400, "unknown_parameter")
+    assert body["errors"] == [{"field": "colour", "code": "unknown_parameter", "message": "Unknown query parameter."}]
 
 
 def test_an_unknown_doctor_is_404(client, reader, monday):

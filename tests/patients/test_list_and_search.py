@@ -210,13 +210,17 @@ def test_every_bad_query_parameter_is_named_at_once(client, reader):
     assert sorted(e["field"] for e in response.json()["errors"]) == ["branch_id", "registered_after", "search"]
 
 
-def test_unknown_query_parameters_are_ignored(client, reader, branch):
+def test_unknown_query_parameters_are_refused(client, reader, branch):
+    # CONTRACT section 1: a typo such as ?serach= must not silently list everyone.
     PatientFactory(registration_branch=branch)
 
     response = listing(client, reader, "?colour=blue")
 
-    assert response.status_code == 200
-    assert response["X-Total-Count"] == "1"
+    assert response.status_code == 400
+    assert response.json()["code"] == "unknown_parameter"
+    assert response.json()["errors"] == [
+        {"field": "colour", "code": "unknown_parameter", "message": "Unknown query parameter."}
+    ]
 
 
 def test_a_restricted_client_lists_and_finds_only_its_branches_patients(client, token_for, branch):

@@ -14,6 +14,7 @@ from appointments import services
 from appointments.models import Appointment, AppointmentChange
 from integrations.models import ApiClient
 from patients.models import Visit
+from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import (
     ACTIONS,
     DAY,
@@ -37,7 +38,6 @@ from tests.appointments.lifecycle_helpers import (
     snapshot,
     start_now,
 )
-from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import at as ist_at
 from tests.conftest import bearer
 from tests.factories import BranchFactory, DoctorFactory

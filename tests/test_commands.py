@@ -254,3 +254,21 @@ def test_ensure_demo_access_leaves_an_existing_superuser_alone(django_user_model
     assert list(django_user_model.objects.all()) == [existing]
     assert "Admin user exists" in output
     assert ApiClient.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_seed_demo_makes_bengaluru_the_head_office_so_a_spec_only_body_registers_there(client, token_for):
+    run("seed_demo")
+    token = token_for(["patients:write"])  # a client of every branch
+    body = {"first_name": "Asha", "last_name": "Rao", "date_of_birth": "1990-01-01", "gender": "female"}
+
+    response = client.post(
+        "/api/v1/patients",
+        json.dumps({**body, "phone": "+919876500001"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+
+    assert response.status_code == 201, response.content
+    assert response.json()["branch_id"] == str(Branch.objects.get(code="BLR").id)
+    assert list(Branch.objects.filter(is_head_office=True).values_list("code", flat=True)) == ["BLR"]

@@ -64,6 +64,9 @@ class Command(BaseCommand):
         for spec in BRANCHES:
             branch, _ = Branch.objects.get_or_create(code=spec["code"], defaults=spec)
             branches[branch.code] = branch
+        if not Branch.objects.filter(is_head_office=True).exists():
+            # So a demo client of both branches can register a patient with the specification's fields alone.
+            Branch.objects.filter(code="BLR").update(is_head_office=True)
         departments = {name: Department.objects.get_or_create(name=name)[0] for name in DEPARTMENTS}
         doctors = []
         for spec in DOCTORS:

@@ -46,8 +46,6 @@ class SecurityHeadersMiddleware:
             # Every API answer may carry patient data (a profile, a name in an invoice or appointment, a
             # problem naming a patient): no shared or browser cache may keep it.
             response["Cache-Control"] = "no-store"
-        if settings.CONTENT_SECURITY_POLICY_ENABLED and (
-            path.startswith(self.admin_prefix) or path == "/api/v1/docs"
-        ):
+        if settings.CONTENT_SECURITY_POLICY_ENABLED and (path.startswith(self.admin_prefix) or path == "/api/v1/docs"):
             response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response

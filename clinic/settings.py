@@ -377,6 +377,7 @@ AXES_RESET_ON_SUCCESS = True  # a successful login clears the failures of its us
 AXES_CLIENT_IP_CALLABLE = "clinic.admin_site.axes_client_ip"  # X-Forwarded-For only from TRUSTED_PROXIES
 AXES_LOCKOUT_TEMPLATE = "admin/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # its start-up banner would open every management command's output
 
 # Staff sessions end this many hours after login whatever the activity (clinic.admin_site checks the
 # login time), and when the browser closes (shared front-desk computers).
@@ -404,7 +405,11 @@ LOGGING = {
         "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "redact_database_detail"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            "filters": ["request_id", "redact_database_detail"],
+        },
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", default="INFO")},
     "loggers": {

@@ -33,7 +33,7 @@ class UnknownParameter(DomainError):
 
 @cache
 def accepted_parameters(declared: tuple[type[serializers.Serializer], ...]) -> frozenset[str]:
-    return frozenset(name for serializer in declared for name in serializer().fields.keys())
+    return frozenset(name for serializer in declared for name, _field in serializer().fields.items())
 
 
 class ClinicAPIView(APIView):

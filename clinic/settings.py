@@ -169,6 +169,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Workers and beat log through LOGGING below (request ids, and PostgreSQL's error details redacted), not
+# through handlers of Celery's own that would bypass those filters.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "purge-expired-idempotency-keys": {
         "task": "integrations.tasks.purge_idempotency_records",

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
+from clinic.api.paths import is_public_api_path
+
 DATA_PREFIXES = ("/api/", "/fhir/")
-# Public documentation that holds no patient data, and that clients may cache.
-PUBLIC_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
 # The admin and Swagger UI load scripts and styles from this origin only (the docs' init script is served
 # by the split view, not inline); both use inline style attributes, and icons as data: URIs.
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -30,10 +30,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 
-def _public(path: str) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
-
-
 class SecurityHeadersMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -42,7 +38,7 @@ class SecurityHeadersMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         path = request.path
-        if path.startswith(DATA_PREFIXES) and not _public(path):
+        if path.startswith(DATA_PREFIXES) and not is_public_api_path(path):
             # Every API answer may carry patient data (a profile, a name in an invoice or appointment, a
             # problem naming a patient): no shared or browser cache may keep it.
             response["Cache-Control"] = "no-store"

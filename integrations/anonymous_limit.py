@@ -10,23 +10,19 @@ bearer token is processed, and if it fails authentication its 401 becomes the 42
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from clinic.api.errors import problem_response
+from clinic.api.errors import oauth_error_response, problem_response
+from clinic.api.paths import API_PREFIX, OAUTH_PATHS, is_public_api_path
 from integrations import ratelimit
 from integrations.network import client_ip
 
-API_PREFIX = "/api/"
-OAUTH_PATHS = frozenset({"/api/v1/auth/token", "/api/v1/auth/revoke"})
-PUBLIC_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
-
 
 def _exempt(path: str) -> bool:
-    return not path.startswith(API_PREFIX) or any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+    return not path.startswith(API_PREFIX) or is_public_api_path(path)
 
 
 def _key(request: HttpRequest) -> str:
@@ -36,12 +32,7 @@ def _key(request: HttpRequest) -> str:
 def _too_many(request: HttpRequest, decision: ratelimit.RateLimitDecision) -> HttpResponse:
     wait = max(decision.reset_seconds, 1)
     if request.path in OAUTH_PATHS:
-        response = HttpResponse(
-            json.dumps({"error": "rate_limited", "error_description": f"Too many failed requests; retry in {wait} s."}),
-            status=429,
-            content_type="application/json",
-        )
-        response["Cache-Control"] = "no-store"
+        response = oauth_error_response(429, "rate_limited", f"Too many failed requests; retry in {wait} s.")
     else:
         response = problem_response(429, "rate_limited", f"Too many unauthenticated requests; retry in {wait} s.")
     response["Retry-After"] = str(wait)

@@ -13,20 +13,18 @@ from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
 from clinic.api.errors import api_not_found
+from clinic.api.paths import API_PREFIX, is_public_api_path
 from clinic.text import CONTROL_CHARACTERS
 from integrations import audit_buffer
 from integrations.models import AuditLogEntry
 from integrations.network import client_ip
 
 logger = logging.getLogger("integrations.audit")
-API_PREFIX = "/api/"
-# The schema and docs pages are public documentation, not API operations on data.
-UNAUDITED_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems")
 
 
 def _audited(path: str) -> bool:
-    # Whole path segments only: /api/v1/schemas is an unknown API route (a 404 to audit), not the schema.
-    return path.startswith(API_PREFIX) and not any(path == p or path.startswith(p + "/") for p in UNAUDITED_PATHS)
+    # The schema and docs pages are public documentation, not API operations on data.
+    return path.startswith(API_PREFIX) and not is_public_api_path(path)
 
 
 def _route(request: HttpRequest) -> str:

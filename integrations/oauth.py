@@ -22,6 +22,7 @@ from oauth2_provider import views as oauth_views
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
+from clinic.api.errors import oauth_error_response
 from clinic.text import CONTROL_CHARACTERS
 from integrations import ratelimit
 from integrations.models import ApiClient
@@ -162,21 +163,13 @@ def _client_id_tried(request: HttpRequest) -> str:
     return (basic[0] if basic else request.POST.get("client_id", ""))[:100]
 
 
-def _oauth_error(status: int, error: str, description: str) -> HttpResponse:
-    return HttpResponse(
-        json.dumps({"error": error, "error_description": description}), status=status, content_type="application/json"
-    )
-
-
 class _ClientControlledEndpoint:
     """Prepares the shared context before the toolkit runs, and finishes the response after."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         problem = _credentials_problem(request)
         if problem is not None:
-            response = _oauth_error(400, "invalid_request", problem)
-            response["Cache-Control"] = "no-store"
-            return response
+            return oauth_error_response(400, "invalid_request", problem)
         context = TokenRequestContext()
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it

@@ -6,6 +6,7 @@ One registry of problem kinds (code -> status, title, description) feeds the res
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -97,6 +98,17 @@ def problem_body(
         body["errors"] = errors or []
     body.update(extra)
     return body
+
+
+def oauth_error_response(status_code: int, error: str, description: str) -> HttpResponse:
+    """An RFC 6749 section 5.2 error body, as the token and revocation endpoints answer (never cached)."""
+    response = HttpResponse(
+        json.dumps({"error": error, "error_description": description}),
+        status=status_code,
+        content_type="application/json",
+    )
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def problem_response(status_code: int, code: str, detail: str | None = None, **kwargs: Any) -> HttpResponse:

@@ -10,7 +10,6 @@ refusal is a problem+json 4xx naming what was wrong, or an RFC 6749 error body o
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,13 +21,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.multipartparser import MultiPartParserError
 from django.utils.http import parse_header_parameters
 
-from clinic.api.errors import problem_response
+from clinic.api.errors import oauth_error_response, problem_response
+from clinic.api.paths import OAUTH_PATHS
 from clinic.text import CONTROL_CHARACTERS as _CONTROL
 from clinic.text import has_non_ascii_digit
 
 CHECKED_PREFIXES = ("/api/", "/fhir/")
-# RFC 6749 section 5.2 bodies here, not problem+json (CONTRACT section 2).
-OAUTH_PATHS = frozenset({"/api/v1/auth/token", "/api/v1/auth/revoke"})
 # RFC 2046 section 5.1.1: 1-70 characters from this set, not ending in a space.
 _BOUNDARY = re.compile(r"^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$")
 
@@ -126,13 +124,7 @@ def refusal_for_exception(exc: BaseException) -> Refusal | None:
 
 def refusal_response(request: HttpRequest, refusal: Refusal) -> HttpResponse:
     if request.path in OAUTH_PATHS:
-        response = HttpResponse(
-            json.dumps({"error": "invalid_request", "error_description": refusal.detail}),
-            status=refusal.status,
-            content_type="application/json",
-        )
-        response["Cache-Control"] = "no-store"
-        return response
+        return oauth_error_response(refusal.status, "invalid_request", refusal.detail)
     return problem_response(refusal.status, refusal.code, refusal.detail, errors=refusal.errors or None)
 
 

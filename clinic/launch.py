@@ -124,6 +124,9 @@ def run(port: int) -> int:
     say(f"health     http://127.0.0.1:{port}/healthz  http://127.0.0.1:{port}/readyz")
     web = subprocess.Popen([sys.executable, "manage.py", "runserver", f"0.0.0.0:{port}", "--noreload"], cwd=BASE_DIR)
     children.append(web)
+    # A SIGTERM (a process manager, `kill`) must stop the worker and beat too, as Ctrl-C does: without this
+    # the launcher died at once and left them running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         return web.wait()
     except KeyboardInterrupt:

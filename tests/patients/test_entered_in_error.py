@@ -14,7 +14,6 @@ from clinic.errors import Conflict, FieldError
 from clinic.models import RecordChange
 from clinic.records import clinical_record_mark_entered_in_error, record_history
 from patients.models import Diagnosis, Visit
-from tests.factories import BranchFactory
 from tests.patients.factories import (
     PATIENTS,
     AllergyFactory,
@@ -28,16 +27,6 @@ from tests.patients.test_admin import form as patient_form
 from tests.patients.test_admin import management
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def branch():
-    return BranchFactory(code="BLR", time_zone="Asia/Kolkata")
-
-
-@pytest.fixture
-def reader(branch, token_for):
-    return token_for(["patients:read"], branches=[branch])
 
 
 @pytest.fixture

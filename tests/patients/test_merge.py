@@ -28,16 +28,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def branch():
-    return BranchFactory(code="BLR", time_zone="Asia/Kolkata")
-
-
-@pytest.fixture
-def reader(branch, token_for):
-    return token_for(["patients:read"], branches=[branch])
-
-
-@pytest.fixture
 def survivor(branch):
     return PatientFactory(registration_branch=branch, first_name="Kavya", last_name="Menon")
 

@@ -34,16 +34,6 @@ PROFILE_QUERIES = 5
 
 
 @pytest.fixture
-def branch():
-    return BranchFactory(code="BLR", time_zone="Asia/Kolkata")
-
-
-@pytest.fixture
-def reader(branch, token_for):
-    return token_for(["patients:read"], branches=[branch])
-
-
-@pytest.fixture
 def patient(branch):
     return PatientFactory(
         first_name="Kavya",

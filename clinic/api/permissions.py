@@ -24,10 +24,14 @@ class InsufficientScope(exceptions.PermissionDenied):
 
 
 def required_scope(view: Any, method: str) -> str:
-    """The scope of the operation `method` on `view`: `required_scopes = {"GET": ..., "POST": ...}`."""
+    """The scope of the operation `method` on `view`: a ViewSet keys `required_scopes` by action
+    (`{"list": ..., "create": ..., "cancel": ...}`), a plain view by method (`{"GET": ..., "POST": ...}`)."""
     scopes: dict[str, str] | None = getattr(view, "required_scopes", None)
     if not scopes:
         raise ImproperlyConfigured(f"{type(view).__name__} declares no required_scopes.")
+    action = getattr(view, "action", None)
+    if action and action in scopes:
+        return scopes[action]
     method = "GET" if method in ("HEAD", "OPTIONS") else method
     try:
         return scopes[method]

@@ -16,6 +16,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 from clinic.api.errors import PROBLEM_KINDS, PROBLEM_MEDIA_TYPE
+from clinic.api.params import declared_query_params
 from clinic.api.permissions import required_scope
 from integrations.scopes import SCOPES
 
@@ -35,8 +36,7 @@ class ClinicAutoSchema(AutoSchema):
     """
 
     def get_override_parameters(self) -> list[Any]:
-        declared = getattr(self.view, "query_params", {}).get(self.method, ())
-        return [*declared, *super().get_override_parameters()]
+        return [*declared_query_params(self.view, self.method), *super().get_override_parameters()]
 
     def _get_request_for_media_type(self, serializer: Any, direction: str = "request") -> Any:
         if self.method == "PATCH" and not getattr(self.view, "partial_patch", True):

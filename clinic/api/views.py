@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from clinic.api.params import declared_query_params
 from clinic.api.schema import ClinicAutoSchema
 from clinic.errors import DomainError
 from integrations import idempotency
@@ -77,8 +78,7 @@ class ClinicAPIView(APIView):
     def _refuse_unknown_parameters(self, request: Request) -> None:
         """400 naming every query parameter the operation does not declare, before the handler runs (so a
         refused request changes nothing and records no idempotency key). HEAD takes GET's parameters."""
-        method = "GET" if request.method == "HEAD" else (request.method or "")
-        accepted = accepted_parameters(self.query_params.get(method, ()))
+        accepted = accepted_parameters(declared_query_params(self, request.method or "GET"))
         unknown = [name for name in request.query_params if name not in accepted]
         if unknown:
             raise UnknownParameter(
@@ -130,3 +130,7 @@ class ClinicAPIView(APIView):
         touched = getattr(self.request._request, "audit_patient_ids", [])
         touched.extend(ids)
         self.request._request.audit_patient_ids = touched  # type: ignore[attr-defined]
+
+    @property
+    def patients_audited(self) -> bool:
+        return hasattr(self.request._request, "audit_patient_ids")

@@ -1,0 +1,152 @@
+"""OpenAPI components derived from the typed representations of the apps (`<app>/representations.py`).
+
+A response shape is declared once, as the `TypedDict` its builder returns; `shape(PatientProfile)` turns it
+into the serializer drf-spectacular documents as the `PatientProfile` component (nested TypedDicts become
+their own components, named after their class). Python types map to JSON Schema the obvious way; what a
+type cannot say is added with `Annotated` metadata:
+
+    phone: Annotated[str, Doc("E.164")]
+    email: Annotated[str | None, Format.EMAIL]
+    total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
+    status: Literal["booked", "cancelled"]            # an enum
+
+`X | None` is nullable; `NotRequired[...]` keys may be absent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import types
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum
+from functools import cache
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
+
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
+
+
+@dataclass(frozen=True)
+class Doc:
+    """The field's description in the OpenAPI document."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Number:
+    """A decimal sent as a JSON number with this precision (money is `Money`)."""
+
+    max_digits: int
+    decimal_places: int
+
+
+Money = Number(max_digits=12, decimal_places=2)
+
+
+class Format(Enum):
+    EMAIL = "email"
+    URI = "uri"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of an integer or decimal field."""
+
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+def _unwrap(hint: Any) -> tuple[Any, list[Any], bool]:
+    """(the bare type, its Annotated metadata, whether None is allowed)."""
+    metadata: list[Any] = []
+    nullable = False
+    while True:
+        origin = get_origin(hint)
+        if origin is Annotated:
+            hint, *extra = get_args(hint)
+            metadata.extend(extra)
+        elif origin in (NotRequired, Required):
+            hint = get_args(hint)[0]
+        elif origin in (Union, types.UnionType) and type(None) in get_args(hint):
+            rest = [arg for arg in get_args(hint) if arg is not type(None)]
+            nullable = True
+            hint = rest[0] if len(rest) == 1 else Union[tuple(rest)]  # noqa: UP007 - built at run time
+        else:
+            return hint, metadata, nullable
+
+
+def _field(hint: Any, *, required: bool) -> serializers.Field:
+    bare, metadata, nullable = _unwrap(hint)
+    kwargs: dict[str, Any] = {"required": required}
+    if nullable:
+        kwargs["allow_null"] = True
+    for item in metadata:
+        if isinstance(item, Doc):
+            kwargs["help_text"] = item.text
+    formats = {item for item in metadata if isinstance(item, Format)}
+    bounds = next((item for item in metadata if isinstance(item, Range)), None)
+    if bounds is not None:
+        if bounds.minimum is not None:
+            kwargs["min_value"] = bounds.minimum
+        if bounds.maximum is not None:
+            kwargs["max_value"] = bounds.maximum
+    origin = get_origin(bare)
+    if origin is list:
+        (item_hint,) = get_args(bare)
+        item_bare = _unwrap(item_hint)[0]
+        if isinstance(item_bare, type) and _is_typeddict(item_bare):
+            return shape(item_bare, many=True, **kwargs)
+        return serializers.ListField(child=_field(item_hint, required=True), **kwargs)
+    if origin is dict or bare is dict:
+        return serializers.DictField(**kwargs)
+    if origin is Literal:
+        return serializers.ChoiceField(choices=list(get_args(bare)), **kwargs)
+    if isinstance(bare, type) and _is_typeddict(bare):
+        return shape(bare, **kwargs)
+    if bare is Decimal:
+        number = next((item for item in metadata if isinstance(item, Number)), Money)
+        return serializers.DecimalField(
+            max_digits=number.max_digits, decimal_places=number.decimal_places, coerce_to_string=False, **kwargs
+        )
+    simple: dict[Any, type[serializers.Field]] = {
+        bool: serializers.BooleanField,
+        int: serializers.IntegerField,
+        float: serializers.FloatField,
+        uuid.UUID: serializers.UUIDField,
+        datetime.datetime: serializers.DateTimeField,
+        datetime.date: serializers.DateField,
+        datetime.time: serializers.TimeField,
+    }
+    if bare in simple:
+        return simple[bare](**kwargs)
+    if bare is str:
+        if Format.EMAIL in formats:
+            return serializers.EmailField(**kwargs)
+        if Format.URI in formats:
+            return serializers.URLField(**kwargs)
+        return serializers.CharField(**kwargs)
+    raise TypeError(f"No OpenAPI mapping for {hint!r}.")
+
+
+def _is_typeddict(cls: type) -> bool:
+    return isinstance(cls, type) and issubclass(cls, dict) and hasattr(cls, "__required_keys__")
+
+
+@cache
+def _component(typed_dict: type) -> type[serializers.Serializer]:
+    hints = get_type_hints(typed_dict, include_extras=True)
+    required = typed_dict.__required_keys__  # type: ignore[attr-defined]
+    fields = {name: _field(hint, required=name in required) for name, hint in hints.items()}
+    serializer = inline_serializer(typed_dict.__name__, fields).__class__
+    doc = typed_dict.__doc__
+    if doc and doc.strip() and not doc.startswith(typed_dict.__name__ + "("):
+        serializer.openapi_description = " ".join(doc.split())  # type: ignore[attr-defined]
+    return serializer
+
+
+def shape(typed_dict: type, *, many: bool = False, **kwargs: Any) -> Any:
+    """The serializer instance that documents `typed_dict` (as a component named after it)."""
+    return _component(typed_dict)(many=many, **kwargs)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.http import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import SimpleRouter
@@ -31,12 +30,12 @@ class ClinicRouter(SimpleRouter):
         super().__init__(trailing_slash=False)
 
 
-class ClinicViewSet(ViewSetMixin, ClinicAPIView):  # type: ignore[misc]
+class ClinicViewSet(ViewSetMixin, ClinicAPIView):
     lookup_field = "id"
     lookup_value_regex = "[^/]+"
     patient_data = False
 
-    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Response:
         replayed = response.has_header(idempotency.REPLAYED_HEADER)  # the handler did not run again
         if self.patient_data and 200 <= response.status_code < 300 and not replayed and not self.patients_audited:
             raise ImproperlyConfigured(

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from appointments.models import Appointment
-from integrations.events import event_publish
+from integrations.webhooks.events import event_publish
 
 
 def _local(value: datetime | None, appointment: Appointment) -> str | None:

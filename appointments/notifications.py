@@ -9,7 +9,7 @@ import logging
 from django.db import transaction
 
 from appointments.models import Appointment
-from integrations.notifications import Message, notification_channels
+from integrations.notifications.services import Message, notification_channels
 
 logger = logging.getLogger("appointments.notifications")
 

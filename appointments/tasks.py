@@ -7,7 +7,7 @@ from django.conf import settings
 
 from appointments.models import Appointment
 from appointments.notifications import message_build
-from integrations.notifications import NotificationFailed, notification_channels, notification_send
+from integrations.notifications.services import NotificationFailed, notification_channels, notification_send
 
 RETRY_DELAY_SECONDS = 60
 

@@ -152,7 +152,7 @@ def publish(count: int, rate: float | None) -> dict[str, float]:
     """Publish `count` events, each in its own transaction; returns event id -> commit time."""
     from django.db import transaction
 
-    from integrations.events import event_publish
+    from integrations.webhooks.events import event_publish
 
     committed: dict[str, float] = {}
     started = time.perf_counter()
@@ -205,7 +205,7 @@ def main() -> int:
     from standardwebhooks import Webhook
 
     from clinic.celery import app
-    from integrations.webhook_models import WebhookDelivery, WebhookEvent, WebhookSubscription
+    from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
     from integrations.webhooks.services import subscription_create
 
     WebhookEvent.objects.all().delete()

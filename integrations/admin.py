@@ -1,249 +1,30 @@
-"""Admin for API clients (secret shown exactly once), access tokens, the read-only audit log, patient
-notification settings and the read-only notification log."""
+"""The integrations admin, registered explicitly: API clients and the audit log, patient notifications,
+webhooks. Only client credentials exist, so the toolkit's grants, ID tokens and refresh tokens are hidden."""
 
-from __future__ import annotations
-
-import uuid
-from typing import Any
-
-from django import forms
-from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
-from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.contrib import admin
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
-from clinic.admin_audit import PatientDataAuditMixin
+from integrations.clients.admin import ApiClientAdmin, AuditLogEntryAdmin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
     NotificationAttempt,
     NotificationSettings,
-    validate_network,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookSubscription,
 )
-from integrations.scopes import SCOPE_CHOICES
-from integrations.services import api_client_create, api_client_rotate_secret, api_client_set_active
+from integrations.notifications.admin import NotificationAttemptAdmin, NotificationSettingsAdmin
+from integrations.webhooks.admin import WebhookDeliveryAdmin, WebhookEventAdmin, WebhookSubscriptionAdmin
 
 for model in (ApiClient, get_grant_model(), get_id_token_model(), get_refresh_token_model()):
     if admin.site.is_registered(model):
-        admin.site.unregister(model)  # only client credentials exist: no grants, ID or refresh tokens
+        admin.site.unregister(model)
 
-
-class LinesField(forms.CharField):
-    """An array edited as one item per line."""
-
-    widget = forms.Textarea(attrs={"rows": 3, "cols": 40})
-
-    def prepare_value(self, value: Any) -> Any:
-        return "\n".join(value) if isinstance(value, list) else value
-
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        return [line.strip() for line in (value or "").replace(",", "\n").splitlines() if line.strip()]
-
-
-class NetworkLinesField(LinesField):
-    def validate(self, value: list[str]) -> None:
-        super().validate(value)
-        # Rejected here, so a bad entry never reaches ApiClient.clean(), which would crash parsing it.
-        errors = []
-        for network in value:
-            try:
-                validate_network(network)
-            except forms.ValidationError as exc:
-                errors.extend(exc.error_list)
-        if errors:
-            raise forms.ValidationError(errors)
-
-
-class ApiClientForm(forms.ModelForm):
-    allowed_scopes = forms.MultipleChoiceField(
-        choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
-    )
-    ip_allowlist = NetworkLinesField(
-        required=False,
-        label="IP allow-list",
-        help_text="One address or CIDR per line (IPv4 or IPv6). Empty: any address.",
-    )
-
-    class Meta:
-        model = ApiClient
-        fields = [
-            "name",
-            "description",
-            "allowed_scopes",
-            "branches",
-            "default_branch",
-            "ip_allowlist",
-            "rate_limit_per_minute",
-            "token_lifetime_seconds",
-            "is_active",
-        ]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        default, branches = cleaned.get("default_branch"), cleaned.get("branches")
-        if default is not None and branches and default not in branches:
-            self.add_error("default_branch", "Choose one of the client's branches (or none).")
-        return cleaned
-
-
-@admin.register(ApiClient)
-class ApiClientAdmin(admin.ModelAdmin):
-    form = ApiClientForm
-    list_display = ["name", "client_id", "scope_list", "is_active", "rate_limit_per_minute", "created"]
-    list_filter = ["is_active", "branches"]
-    search_fields = ["name", "client_id", "description"]
-    readonly_fields = ["client_id", "created", "updated"]
-    filter_horizontal = ["branches"]
-    actions = ["rotate_secret", "deactivate", "activate"]
-    fieldsets = [
-        (None, {"fields": ["name", "description", "client_id", "is_active"]}),
-        ("Access", {"fields": ["allowed_scopes", "branches", "default_branch"]}),
-        ("Controls", {"fields": ["ip_allowlist", "rate_limit_per_minute", "token_lifetime_seconds"]}),
-        ("History", {"fields": ["created", "updated"]}),
-    ]
-
-    @admin.display(description="scopes")
-    def scope_list(self, obj: ApiClient) -> str:
-        return " ".join(obj.allowed_scopes)
-
-    def save_model(self, request: HttpRequest, obj: ApiClient, form: Any, change: bool) -> None:
-        if not change:
-            # Created by the service, like create_api_client; the form's object then becomes that row (its
-            # branches are set by the form's save_m2m right after).
-            created, secret = api_client_create(
-                name=obj.name,
-                scopes=obj.allowed_scopes,
-                description=obj.description,
-                ip_allowlist=obj.ip_allowlist,
-                rate_limit_per_minute=obj.rate_limit_per_minute,
-                token_lifetime_seconds=obj.token_lifetime_seconds,
-            )
-            request._new_client_secret = secret  # type: ignore[attr-defined]
-            obj.pk = created.pk
-            obj._state.adding = False
-            obj.refresh_from_db()
-            if not form.cleaned_data.get("is_active", True):
-                api_client_set_active(client=obj, active=False)
-            return
-        was_active = ApiClient.objects.filter(pk=obj.pk).values_list("is_active", flat=True).first() if change else True
-        super().save_model(request, obj, form, change)
-        if change and was_active and not obj.is_active:
-            api_client_set_active(client=obj, active=False)
-
-    def response_add(self, request: HttpRequest, obj: ApiClient, post_url_continue: str | None = None) -> HttpResponse:
-        # The secret goes into this one response only: no redirect, no message storage, no session.
-        return self._secret_page(request, obj, request._new_client_secret)  # type: ignore[attr-defined]
-
-    def _secret_page(self, request: HttpRequest, client: ApiClient, secret: str) -> HttpResponse:
-        context = {
-            **self.admin_site.each_context(request),
-            "client": client,
-            "secret": secret,
-            "continue_url": reverse("admin:integrations_apiclient_change", args=[client.pk]),
-            "opts": self.model._meta,
-        }
-        response = TemplateResponse(request, "admin/integrations/apiclient/secret.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
-
-    @admin.action(description="Rotate the secret (shows the new one once)")
-    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[ApiClient]) -> HttpResponse | None:
-        if queryset.count() != 1:
-            self.message_user(request, "Select exactly one client to rotate its secret.", messages.WARNING)
-            return None
-        client = queryset.get()
-        return self._secret_page(request, client, api_client_rotate_secret(client=client))
-
-    @admin.action(description="Deactivate (revokes its tokens at once)")
-    def deactivate(self, request: HttpRequest, queryset: QuerySet[ApiClient]) -> None:
-        for client in queryset:
-            api_client_set_active(client=client, active=False)
-        self.message_user(request, f"Deactivated {queryset.count()} client(s); their tokens no longer work.")
-
-    @admin.action(description="Activate")
-    def activate(self, request: HttpRequest, queryset: QuerySet[ApiClient]) -> None:
-        for client in queryset:
-            api_client_set_active(client=client, active=True)
-        self.message_user(request, f"Activated {queryset.count()} client(s).")
-
-
-@admin.register(AuditLogEntry)
-class AuditLogEntryAdmin(admin.ModelAdmin):
-    """Read-only. Search by patient UUID, request id, path or token reference."""
-
-    list_display = ["created_at", "client", "actor", "method", "path", "status", "duration_ms", "ip", "request_id"]
-    list_filter = ["client", "status", "method"]
-    list_select_related = ["client"]
-    search_fields = ["request_id", "path", "token_ref", "actor"]
-    date_hierarchy = "created_at"
-    show_full_result_count = False  # the log grows large; skip the unfiltered COUNT(*)
-
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet[AuditLogEntry], search_term: str) -> Any:
-        try:
-            patient_id = uuid.UUID(search_term.strip())
-        except ValueError:
-            return super().get_search_results(request, queryset, search_term)
-        return queryset.filter(patient_ids__contains=[patient_id]), False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(NotificationSettings)
-class NotificationSettingsAdmin(admin.ModelAdmin):
-    """One row: the list page opens it directly."""
-
-    fieldsets = [
-        ("Channels", {"fields": ["sms_enabled", "email_enabled"]}),
-        ("Events", {"fields": ["on_booked", "on_rescheduled", "on_cancelled"]}),
-        ("Scope", {"fields": ["branches"]}),
-    ]
-    filter_horizontal = ["branches"]
-
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        settings_row = NotificationSettings.load()
-        return redirect("admin:integrations_notificationsettings_change", settings_row.pk)
-
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        return NotificationSettings.load() if object_id == "1" else None
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(NotificationAttempt)
-class NotificationAttemptAdmin(PatientDataAuditMixin, admin.ModelAdmin):
-    """The log of patient notifications: read-only. Shows whom a message went to (masked): audited."""
-
-    list_display = ["created_at", "event_type", "channel", "recipient", "status", "attempt", "detail", "duration_ms"]
-    list_filter = ["status", "channel", "event_type"]
-    search_fields = ["=subject_id", "=patient_ref"]
-    search_help_text = "Appointment or patient UUID."
-    date_hierarchy = "created_at"
-
-    def patient_ids_of(self, obj: NotificationAttempt) -> list[Any]:
-        return [obj.patient_ref]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-from integrations import webhook_admin  # noqa: E402, F401 - registers the webhook admin classes
+admin.site.register(ApiClient, ApiClientAdmin)
+admin.site.register(AuditLogEntry, AuditLogEntryAdmin)
+admin.site.register(NotificationSettings, NotificationSettingsAdmin)
+admin.site.register(NotificationAttempt, NotificationAttemptAdmin)
+admin.site.register(WebhookSubscription, WebhookSubscriptionAdmin)
+admin.site.register(WebhookDelivery, WebhookDeliveryAdmin)
+admin.site.register(WebhookEvent, WebhookEventAdmin)

@@ -14,8 +14,8 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from integrations import audit_buffer, idempotency
-from integrations.webhook_models import WebhookDelivery, WebhookEvent
 from integrations.webhooks import delivery
+from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 
 
 @shared_task

@@ -148,7 +148,7 @@ def _subscription_row() -> None:
 
 
 def _delivery_row() -> None:
-    from integrations.webhook_models import WebhookSubscription
+    from integrations.webhooks.models import WebhookSubscription
     from integrations.webhooks.services import test_event_send
 
     _subscription_row()

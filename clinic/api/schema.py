@@ -548,11 +548,11 @@ def _unwrap_list_examples(operation: dict[str, Any]) -> None:
 
 
 def _webhooks(components: dict[str, Any]) -> dict[str, Any]:
-    """Every event kind of the registry (integrations.webhook_models.WebhookEventType), with the body and
+    """Every event kind of the registry (integrations.webhooks.models.WebhookEventType), with the body and
     Standard Webhooks headers of its deliveries. `<entity>.<action>` carries `data.<entity>` in the API
     representation (component `<Entity>`); a rescheduling also carries `data.previous`. A new kind whose
     entity has no component fails the schema generation instead of going undocumented."""
-    from integrations.webhook_models import WebhookEventType
+    from integrations.webhooks.models import WebhookEventType
 
     headers = [
         ("webhook-id", "The event id: the same on every retry of this event (use it to deduplicate)."),

@@ -7,5 +7,5 @@
 - `delivery`: claiming deliveries (SELECT ... FOR UPDATE SKIP LOCKED, leases), attempts and the relay.
 - `services`: writes used by the admin, the management command and event publication.
 
-Publication itself is `integrations.events.event_publish`, called by the domain apps in their transaction.
+Publication itself is `integrations.webhooks.events.event_publish`, called by the domain apps in their transaction.
 """

@@ -1,14 +1,13 @@
-"""`manage.py check --deploy`: warn when the development-only webhook setting is on in production."""
+"""`manage.py check --deploy` (registered in IntegrationsConfig.ready): warn when the development-only webhook setting is on in production."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Tags, Warning, register
+from django.core.checks import CheckMessage, Warning
 
 
-@register(Tags.security, deploy=True)
 def private_targets_check(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
     if settings.WEBHOOK_ALLOW_PRIVATE_TARGETS and not settings.DEBUG:
         return [

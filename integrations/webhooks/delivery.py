@@ -20,9 +20,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from integrations.webhooks import clock, schedule, transport
 from integrations.webhooks.dispatch import deliveries_enqueue
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from integrations.webhooks.signing import signature_header
 from integrations.webhooks.targets import TargetRefused, target_addresses, target_parse
 

@@ -11,10 +11,12 @@ import logging
 import uuid
 from collections.abc import Sequence
 
+from celery import current_app
 from django.db import transaction
 
 logger = logging.getLogger("integrations.webhooks")
 
+DELIVER_TASK = "integrations.tasks.deliver_webhook"
 _RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
@@ -25,8 +27,8 @@ def deliveries_enqueue(deliveries: Sequence[tuple[int, uuid.UUID | None]], *, co
     items = [(delivery_id, str(token) if token else None) for delivery_id, token in deliveries]
 
     def send() -> None:
-        from integrations.tasks import deliver_webhook
-
+        # By name: the task module imports the delivery code, which imports this module.
+        deliver_webhook = current_app.tasks[DELIVER_TASK]
         for sent, (delivery_id, token) in enumerate(items):
             try:
                 deliver_webhook.apply_async(

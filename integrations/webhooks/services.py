@@ -15,14 +15,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from clinic.models import Branch
-from integrations.webhook_models import (
+from integrations.webhooks import clock
+from integrations.webhooks.dispatch import deliveries_enqueue
+from integrations.webhooks.models import (
     TEST_EVENT_TYPE,
     WebhookDelivery,
     WebhookEvent,
     WebhookSubscription,
 )
-from integrations.webhooks import clock
-from integrations.webhooks.dispatch import deliveries_enqueue
 from integrations.webhooks.signing import secret_generate
 
 Status = WebhookDelivery.Status

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookSubscription
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from tests.factories import BranchFactory
 from tests.integrations.webhook_receiver import Reply, receiver, verify
 from tests.worker import celery_worker

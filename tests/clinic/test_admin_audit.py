@@ -272,7 +272,7 @@ def test_with_two_factor_on_a_session_without_the_code_sees_no_patient_and_leave
 def test_a_webhook_event_page_shows_the_patient_in_its_body_and_is_audited_but_its_list_is_not(staff):
     from django.utils import timezone
 
-    from integrations.webhook_models import WebhookEvent
+    from integrations.webhooks.models import WebhookEvent
 
     patient = PatientFactory()
     payload = {"appointment": {"appointment_id": "a", "patient": {"id": str(patient.pk), "name": "Priya Test"}}}

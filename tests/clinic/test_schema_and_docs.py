@@ -363,7 +363,7 @@ def test_there_is_a_relative_server(schema):
 
 
 def test_every_registered_event_kind_is_a_documented_webhook(schema):
-    from integrations.webhook_models import WebhookEventType
+    from integrations.webhooks.models import WebhookEventType
 
     assert set(schema["webhooks"]) == set(WebhookEventType.values)
     assert {

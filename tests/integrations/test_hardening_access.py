@@ -375,7 +375,7 @@ def test_requests_while_postgresql_is_unreachable_are_503_and_audited_when_it_is
 
 
 def test_the_admin_refuses_a_default_branch_outside_the_clients_branches(blr, mum):
-    from integrations.admin import ApiClientForm
+    from integrations.clients.admin import ApiClientForm
 
     form = ApiClientForm(
         data={"name": "Kiosk", "allowed_scopes": ["patients:write"], "branches": [blr.pk], "default_branch": mum.pk}

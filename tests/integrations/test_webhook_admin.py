@@ -12,9 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from standardwebhooks import Webhook
 
-from integrations.events import event_publish
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from integrations.webhooks import delivery as delivery_module
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from tests.factories import BranchFactory
 from tests.integrations.webhook_receiver import ALL_KINDS, Reply, fake_dns, receiver, subscribe, verify
 from tests.worker import celery_worker

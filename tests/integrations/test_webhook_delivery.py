@@ -15,10 +15,10 @@ import pytest
 from django.db import connections, transaction
 
 from integrations import tasks
-from integrations.events import event_publish
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from integrations.webhooks import clock, delivery, schedule
 from integrations.webhooks.delivery import deliveries_relay, delivery_attempt
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from integrations.webhooks.services import subscription_set_active
 from tests.integrations.webhook_receiver import Reply, receiver, subscribe, verify
 
@@ -248,7 +248,7 @@ def test_only_the_first_kilobyte_of_the_response_is_kept(receiver):
 def test_an_error_inside_the_sender_is_logged_on_the_attempt_and_retried(receiver, monkeypatch):
     from django.core.exceptions import ImproperlyConfigured
 
-    from integrations.webhook_models import WebhookSubscription
+    from integrations.webhooks.models import WebhookSubscription
 
     def broken(self, now):
         raise ImproperlyConfigured("Encrypted value cannot be decrypted with FIELD_ENCRYPTION_KEY.")

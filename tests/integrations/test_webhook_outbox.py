@@ -11,8 +11,8 @@ from appointments import events as appointment_events
 from appointments import services as appointment_services
 from appointments.models import Appointment
 from integrations import tasks
-from integrations.events import event_publish
-from integrations.webhook_models import WebhookDelivery, WebhookEvent
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, booking, branch, doctor, patient, post_booking, writer
 from tests.factories import BranchFactory

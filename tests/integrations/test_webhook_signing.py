@@ -11,10 +11,10 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from integrations.events import event_publish
-from integrations.webhook_models import WebhookDelivery, WebhookSubscription
 from integrations.webhooks import clock, signing
 from integrations.webhooks.delivery import delivery_attempt
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.models import WebhookDelivery, WebhookSubscription
 from integrations.webhooks.services import secret_rotate
 from tests.integrations.webhook_receiver import receiver, subscribe, verify
 

@@ -9,10 +9,10 @@ import socket
 import pytest
 from django.core.exceptions import ValidationError
 
-from integrations.events import event_publish
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from integrations.webhooks import transport
 from integrations.webhooks.delivery import delivery_attempt
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from integrations.webhooks.targets import TargetRefused, target_check, target_parse
 from tests.integrations.webhook_receiver import (
     PUBLIC_TEST_ADDRESS,

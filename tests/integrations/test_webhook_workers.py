@@ -12,8 +12,8 @@ import pytest
 from appointments import services as appointment_services
 from appointments.models import Appointment
 from integrations import tasks
-from integrations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from integrations.webhooks import delivery as delivery_module
+from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent
 from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, book, booking, branch, doctor, patient, post_booking, writer
 from tests.integrations.webhook_receiver import ALL_KINDS, Reply, receiver, subscribe, verify

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clinic.models import Branch
-from integrations.webhook_models import WebhookEventType
+from integrations.webhooks.models import WebhookEventType
 from integrations.webhooks.services import subscription_create
 
 

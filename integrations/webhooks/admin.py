@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from clinic.admin_audit import PatientDataAuditMixin, patient_ids_in_payload
-from integrations.webhook_models import (
+from integrations.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEvent,
@@ -117,7 +117,6 @@ class WebhookSubscriptionForm(forms.ModelForm):
         return headers
 
 
-@admin.register(WebhookSubscription)
 class WebhookSubscriptionAdmin(admin.ModelAdmin):
     form = WebhookSubscriptionForm
     list_display = ["name", "target_url", "event_kinds", "branch_filter", "is_active", "disabled_reason", "created_at"]
@@ -264,7 +263,6 @@ def _pretty_body(event: WebhookEvent) -> str:
     return format_html("<pre>{}</pre>", json.dumps(json.loads(event.body()), indent=2, ensure_ascii=False))
 
 
-@admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only, with every attempt; the replay action sends a delivery again from the start. Its page
     shows the body (the patient's name): audited; the list shows no patient data."""
@@ -352,7 +350,6 @@ class WebhookDeliveryInline(ReadOnlyAdminMixin, admin.TabularInline):
         )
 
 
-@admin.register(WebhookEvent)
 class WebhookEventAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """The outbox: every published event, read-only, with its deliveries. Its page shows the body (the
     patient's name): audited; the list shows no patient data."""

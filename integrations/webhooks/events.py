@@ -16,11 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from integrations.webhook_models import WebhookDelivery, WebhookEvent, WebhookEventType, WebhookSubscription
 from integrations.webhooks import clock
 from integrations.webhooks.dispatch import deliveries_enqueue
+from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookEventType, WebhookSubscription
 
-logger = logging.getLogger("integrations.events")
+logger = logging.getLogger("integrations.webhooks.events")
 
 
 def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> list[uuid.UUID]:

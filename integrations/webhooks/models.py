@@ -20,7 +20,6 @@ from django.db import models
 
 from clinic.crypto import decrypt, encrypt
 from clinic.models import Branch
-from integrations.webhooks import checks as _checks  # noqa: F401 - registers the webhook deploy check
 from integrations.webhooks import signing
 from integrations.webhooks.targets import TargetRefused, target_check
 

@@ -15,7 +15,7 @@ from typing import Protocol
 import requests
 from django.conf import settings
 
-logger = logging.getLogger("integrations.sms")
+logger = logging.getLogger("integrations.notifications.sms")
 
 CONNECT_TIMEOUT, TOTAL_TIMEOUT = 5, 15
 

@@ -17,9 +17,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from integrations.models import NotificationAttempt, NotificationSettings
-from integrations.sms import SmsError, sms_backend
+from integrations.notifications.sms import SmsError, sms_backend
 
-logger = logging.getLogger("integrations.notifications")
+logger = logging.getLogger("integrations.notifications.services")
 
 Channel = NotificationAttempt.Channel
 _EVENT_SWITCHES = {

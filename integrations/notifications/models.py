@@ -1,0 +1,79 @@
+"""Patient notification settings (one row) and the log of every attempt to send one."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from clinic.models import Branch
+
+
+class NotificationSettings(models.Model):
+    """Which patient notifications the service sends (one row, edited in the admin). Off by default: a
+    clinic turns SMS and e-mail on once its gateway and sender address are configured."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    sms_enabled = models.BooleanField("send SMS", default=False)
+    email_enabled = models.BooleanField("send e-mail", default=False)
+    on_booked = models.BooleanField("when an appointment is booked", default=True)
+    on_rescheduled = models.BooleanField("when an appointment is rescheduled", default=True)
+    on_cancelled = models.BooleanField("when an appointment is cancelled", default=True)
+    branches = models.ManyToManyField(
+        Branch,
+        blank=True,
+        related_name="+",
+        help_text="Only appointments at these branches (none chosen: every branch).",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "notification settings"
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="notification_settings_singleton")]
+
+    def __str__(self) -> str:
+        return "Patient notifications"
+
+    @classmethod
+    def load(cls) -> NotificationSettings:
+        settings, _ = cls.objects.get_or_create(id=1)
+        return settings
+
+
+class NotificationAttempt(models.Model):
+    """One try at sending one patient notification on one channel. Holds no message text (it names the
+    patient and the doctor) and only a masked recipient."""
+
+    class Channel(models.TextChoices):
+        SMS = "sms"
+        EMAIL = "email"
+
+    class Status(models.TextChoices):
+        SENT = "sent"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+
+    id = models.BigAutoField(primary_key=True)
+    created_at = models.DateTimeField(db_index=True)
+    event_type = models.CharField(max_length=40)
+    subject_id = models.UUIDField(db_index=True, help_text="The appointment the notification is about.")
+    patient_ref = models.UUIDField(null=True, blank=True, db_index=True, help_text="Patient UUID.")
+    dedupe_key = models.CharField(
+        max_length=120, help_text="Subject, version and channel: a redelivered task never sends twice."
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    recipient = models.CharField(max_length=120, blank=True, help_text="Masked.")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    detail = models.CharField(max_length=500, blank=True, help_text="Provider reference, error or why skipped.")
+    duration_ms = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one successful send per notification and channel, whatever races between workers.
+            models.UniqueConstraint(
+                fields=["dedupe_key"], condition=models.Q(status="sent"), name="notification_sent_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.channel} {self.status}"

@@ -25,10 +25,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from clinic.api.context import request_context
+from clinic.api.network import client_ip
 from integrations.models import AuditLogEntry
-from integrations.network import client_ip
-
-SAVED_OBJECTS_ATTR = "_admin_audit_saved"
 
 
 class Clock:
@@ -72,7 +71,7 @@ def write_admin_audit(
         path=request.path[:500],
         status=response.status_code,
         duration_ms=clock.ms(),
-        request_id=getattr(request, "request_id", ""),
+        request_id=request_context(request).request_id,
         patient_ids=ids,
         user_agent=request.headers.get("User-Agent", "")[:200],
     )
@@ -117,7 +116,7 @@ class PatientDataAuditMixin(_AdminBase):
         clock = Clock()
         response = super().changeform_view(request, object_id, form_url, extra_context)
         shown = _context(response).get("original")
-        objects = [shown] if shown is not None else getattr(request, SAVED_OBJECTS_ATTR, [])
+        objects = [shown] if shown is not None else request_context(request).saved_objects
         write_admin_audit(request, response, self._patients_of(objects), clock)
         return response
 
@@ -172,11 +171,11 @@ class PatientDataAuditMixin(_AdminBase):
     # --- the saved object of a POST that redirects --------------------------------------------------
 
     def response_add(self, request: HttpRequest, obj: Any, post_url_continue: str | None = None) -> HttpResponse:
-        setattr(request, SAVED_OBJECTS_ATTR, [obj])
+        request_context(request).saved_objects = [obj]
         return super().response_add(request, obj, post_url_continue)
 
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
-        setattr(request, SAVED_OBJECTS_ATTR, [obj])
+        request_context(request).saved_objects = [obj]
         return super().response_change(request, obj)
 
     def audit_autocomplete(

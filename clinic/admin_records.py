@@ -5,7 +5,7 @@ explicitly after each save, never by signals."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -187,9 +187,9 @@ class ClinicalRecordAdminMixin(NoDeleteAdminMixin, RecordHistoryAdminMixin):
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
-        if self.has_change_permission(request):  # type: ignore[attr-defined]
+        if cast(admin.ModelAdmin, self).has_change_permission(request):  # a mixin of ModelAdmins
             func = type(self).mark_entered_in_error
-            actions["mark_entered_in_error"] = (func, "mark_entered_in_error", func.short_description)  # type: ignore[attr-defined]
+            actions["mark_entered_in_error"] = (func, "mark_entered_in_error", cast(Any, func).short_description)
         return actions
 
     @admin.display(description="entered in error", boolean=True)

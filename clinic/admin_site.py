@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django_otp import devices_for_user
 from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
 
-from integrations.network import client_ip
+from clinic.api.network import client_ip
 
 NO_DEVICE_MESSAGE = (
     "Two-factor authentication is required and no authenticator app is set up for this account. "

@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
 from clinic.env import env_bool, env_int, env_list, env_networks, env_str
-from integrations.token_lifetime import token_lifetime
+from integrations.clients.token_lifetime import token_lifetime
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 load_dotenv(os.environ.get("ENV_FILE", BASE_DIR / ".env"), override=False)
@@ -69,9 +69,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "clinic.security_headers.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "integrations.middleware.ApiAuditMiddleware",
+    "clinic.api.audit.ApiAuditMiddleware",
     "clinic.api.middleware.ApiErrorMiddleware",
-    "integrations.anonymous_limit.AnonymousRateLimitMiddleware",
+    "clinic.api.anonymous_limit.AnonymousRateLimitMiddleware",
     "clinic.api.hygiene.RequestHygieneMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -125,8 +125,8 @@ AUTH_PASSWORD_VALIDATORS = [
 PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
     # API client secrets are 256-bit random strings: a keyed hash is as strong as a slow KDF for
-    # them and keeps the token endpoint fast (see integrations.hashers).
-    "integrations.hashers.ClientSecretHasher",
+    # them and keeps the token endpoint fast (see integrations.clients.hashers).
+    "integrations.clients.hashers.ClientSecretHasher",
 ]
 
 # --- Database ---------------------------------------------------------------------------------------
@@ -197,9 +197,9 @@ if set(READYZ_REQUIRE_ROLES) - {"worker", "beat"}:
 # --- API --------------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["integrations.authentication.ApiClientAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["clinic.api.authentication.ApiClientAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [
-        "integrations.permissions.ClientControls",
+        "clinic.api.client_controls.ClientControls",
         "clinic.api.permissions.HasRequiredScope",
     ],
     "DEFAULT_RENDERER_CLASSES": ["clinic.api.renderers.JSONRenderer"],
@@ -241,8 +241,8 @@ TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 
 OAUTH2_PROVIDER_APPLICATION_MODEL = "integrations.ApiClient"
 OAUTH2_PROVIDER = {
-    "SCOPES_BACKEND_CLASS": "integrations.scopes.ApiClientScopes",
-    "OAUTH2_VALIDATOR_CLASS": "integrations.oauth.ApiClientValidator",
+    "SCOPES_BACKEND_CLASS": "integrations.clients.scopes.ApiClientScopes",
+    "OAUTH2_VALIDATOR_CLASS": "integrations.clients.oauth.ApiClientValidator",
     # Only the client-credentials grant (and revocation) exist: other grant types are unsupported_grant_type.
     "OAUTH2_SERVER_CLASS": "oauthlib.oauth2.BackendApplicationServer",
     "CLIENT_SECRET_HASHER": "client_secret_hmac",

@@ -6,7 +6,7 @@ from clinic.api import meta_views
 from clinic.api.branch_views import BranchListView
 from clinic.api.doctor_views import DoctorDetailView, DoctorListView
 from clinic.api.errors import api_not_found
-from integrations.oauth import RevokeTokenView, TokenView
+from integrations.clients.oauth import RevokeTokenView, TokenView
 
 api_v1 = [
     path("auth/token", TokenView.as_view(), name="auth-token"),

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from integrations import audit_buffer, idempotency
+from clinic.api import audit_buffer, idempotency
 from integrations.webhooks import delivery
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 

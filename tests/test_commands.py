@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from clinic.models import Branch, Doctor
+from integrations.clients.scopes import SCOPES
 from integrations.models import ApiClient
-from integrations.scopes import SCOPES
 from tests.conftest import bearer
 from tests.factories import BranchFactory
 
@@ -214,7 +214,7 @@ def fast_password_hashing(settings):
     # The admin password's PBKDF2 is not under test; the client-secret hasher stays the real one.
     settings.PASSWORD_HASHERS = [
         "django.contrib.auth.hashers.MD5PasswordHasher",
-        "integrations.hashers.ClientSecretHasher",
+        "integrations.clients.hashers.ClientSecretHasher",
     ]
 
 

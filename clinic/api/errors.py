@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django import db
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from clinic.api.context import request_context
 from clinic.api.renderers import JSONRenderer, dumps
 from clinic.api.request_id import current_request_id
 from clinic.errors import DomainError, FieldError
@@ -184,7 +185,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if isinstance(exc, exceptions.APIException):
         headers: dict[str, str] = {}
         if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+            headers["WWW-Authenticate"] = cast(Any, exc).auth_header
         if isinstance(exc, exceptions.ValidationError):
             return _problem(
                 400,
@@ -205,8 +206,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             headers["Retry-After"] = str(wait)
             return _problem(429, "rate_limited", f"Rate limit exceeded; retry in {wait} s.", headers)
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-            # The toolkit leaves its verdict on the request: empty when no token was sent at all.
-            oauth_error = getattr(context.get("request"), "oauth2_error", None) or {}
+            # The toolkit's verdict, recorded by the authentication: empty when no token was sent at all.
+            drf_request = context.get("request")
+            oauth_error = request_context(drf_request).oauth2_error if drf_request is not None else {}
             code = "invalid_token" if oauth_error else "not_authenticated"
             detail = oauth_error.get("error_description") or str(exc.detail)
             status_code = status.HTTP_401_UNAUTHORIZED if headers else status.HTTP_403_FORBIDDEN

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
+from clinic.api.context import request_context
 from clinic.api.errors import (
     PROBLEM_KINDS,
     internal_error_response,
@@ -26,7 +27,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         request_id = accept_or_generate(request.headers.get(HEADER))
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request_context(request).request_id = request_id
         token = current_request_id.set(request_id)
         try:
             response = self.get_response(request)

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from clinic.api.errors import PROBLEM_KINDS, PROBLEM_MEDIA_TYPE
 from clinic.api.params import declared_query_params
 from clinic.api.permissions import required_scope
-from integrations.scopes import SCOPES
+from integrations.clients.scopes import SCOPES
 
 SECURITY_SCHEME = "oauth2"
 
@@ -83,7 +83,7 @@ class ClinicAutoSchema(AutoSchema):
 
 
 class ApiClientAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "integrations.authentication.ApiClientAuthentication"
+    target_class = "clinic.api.authentication.ApiClientAuthentication"
     name = SECURITY_SCHEME
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
 
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
@@ -138,12 +138,12 @@ def _is_typeddict(cls: type) -> bool:
 @cache
 def _component(typed_dict: type) -> type[serializers.Serializer]:
     hints = get_type_hints(typed_dict, include_extras=True)
-    required = typed_dict.__required_keys__  # type: ignore[attr-defined]
+    required = cast(Any, typed_dict).__required_keys__
     fields = {name: _field(hint, required=name in required) for name, hint in hints.items()}
     serializer = inline_serializer(typed_dict.__name__, fields).__class__
     doc = typed_dict.__doc__
     if doc and doc.strip() and not doc.startswith(typed_dict.__name__ + "("):
-        serializer.openapi_description = " ".join(doc.split())  # type: ignore[attr-defined]
+        cast(Any, serializer).openapi_description = " ".join(doc.split())
     return serializer
 
 

@@ -15,11 +15,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from clinic.api import idempotency
+from clinic.api.authentication import request_client
+from clinic.api.context import request_context
 from clinic.api.params import declared_query_params
 from clinic.api.schema import ClinicAutoSchema
 from clinic.errors import DomainError
-from integrations import idempotency
-from integrations.authentication import request_client
 from integrations.models import ApiClient
 
 IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
@@ -127,10 +128,9 @@ class ClinicAPIView(APIView):
 
     def audit_patients(self, ids: Iterable[UUID]) -> None:
         """Record in this request's audit row which patients it touched."""
-        touched = getattr(self.request._request, "audit_patient_ids", [])
-        touched.extend(ids)
-        self.request._request.audit_patient_ids = touched  # type: ignore[attr-defined]
+        context = request_context(self.request)
+        context.patient_ids = [*(context.patient_ids or []), *ids]
 
     @property
     def patients_audited(self) -> bool:
-        return hasattr(self.request._request, "audit_patient_ids")
+        return request_context(self.request).patient_ids is not None

@@ -18,8 +18,8 @@ from rest_framework.response import Response
 from rest_framework.routers import SimpleRouter
 from rest_framework.viewsets import ViewSetMixin
 
+from clinic.api import idempotency
 from clinic.api.views import ClinicAPIView
-from integrations import idempotency
 
 
 class ClinicRouter(SimpleRouter):

@@ -12,13 +12,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from clinic.api.context import request_context
+from integrations.clients.scopes import SCOPE_CHOICES
+from integrations.clients.services import api_client_create, api_client_rotate_secret, api_client_set_active
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
     validate_network,
 )
-from integrations.scopes import SCOPE_CHOICES
-from integrations.services import api_client_create, api_client_rotate_secret, api_client_set_active
 
 
 class LinesField(forms.CharField):
@@ -110,7 +111,7 @@ class ApiClientAdmin(admin.ModelAdmin):
                 rate_limit_per_minute=obj.rate_limit_per_minute,
                 token_lifetime_seconds=obj.token_lifetime_seconds,
             )
-            request._new_client_secret = secret  # type: ignore[attr-defined]
+            request_context(request).secret_to_show = secret
             obj.pk = created.pk
             obj._state.adding = False
             obj.refresh_from_db()
@@ -124,7 +125,7 @@ class ApiClientAdmin(admin.ModelAdmin):
 
     def response_add(self, request: HttpRequest, obj: ApiClient, post_url_continue: str | None = None) -> HttpResponse:
         # The secret goes into this one response only: no redirect, no message storage, no session.
-        return self._secret_page(request, obj, request._new_client_secret)  # type: ignore[attr-defined]
+        return self._secret_page(request, obj, request_context(request).secret_to_show)
 
     def _secret_page(self, request: HttpRequest, client: ApiClient, secret: str) -> HttpResponse:
         context = {

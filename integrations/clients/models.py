@@ -14,7 +14,7 @@ from django.db import models
 from oauth2_provider.models import AbstractApplication
 
 from clinic.models import Branch
-from integrations.scopes import SCOPE_CHOICES, SCOPES
+from integrations.clients.scopes import SCOPE_CHOICES, SCOPES
 
 
 def validate_network(value: str) -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cache
+from typing import Any, cast
 
 from integrations.webhooks.targets import IPAddress, Target
 
@@ -127,7 +128,7 @@ def post(
             status=response.status,
             headers={name.lower(): value for name, value in response.getheaders()},
             excerpt=excerpt.decode("utf-8", errors="replace"),
-            address=connection.address,  # type: ignore[attr-defined]
+            address=cast(Any, connection).address,
         )
     except (OSError, http.client.HTTPException, ValueError) as exc:
         if expired.is_set() or isinstance(exc, TimeoutError):

@@ -39,7 +39,7 @@ def _fast_hashing(settings: Any) -> None:
     # PBKDF2 is not under test here; dozens of logins with it would be slow.
     settings.PASSWORD_HASHERS = [
         "django.contrib.auth.hashers.MD5PasswordHasher",
-        "integrations.hashers.ClientSecretHasher",
+        "integrations.clients.hashers.ClientSecretHasher",
     ]
 
 

@@ -14,9 +14,9 @@ from django.test import Client
 from django.utils import timezone
 
 from clinic import crypto
+from clinic.api import idempotency
 from clinic.api.errors import PROBLEM_KINDS
 from clinic.models import Department
-from integrations import idempotency
 from integrations.models import IdempotencyRecord
 from tests import plumbing_urls
 from tests.conftest import bearer

@@ -15,8 +15,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test import Client
 
+from integrations.clients.scopes import SCOPES
 from integrations.models import AuditLogEntry
-from integrations.scopes import SCOPES
 from patients.models import Patient
 from tests.clinic.test_operation_contract import OPERATIONS, _row_counts, _url
 from tests.conftest import bearer

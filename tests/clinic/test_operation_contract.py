@@ -14,7 +14,7 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
-from integrations.scopes import SCOPES
+from integrations.clients.scopes import SCOPES
 from tests.conftest import bearer
 
 pytestmark = pytest.mark.django_db

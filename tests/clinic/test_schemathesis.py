@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from integrations.scopes import SCOPES
+from integrations.clients.scopes import SCOPES
 from tests.appointments.lifecycle_helpers import make_clinic
 from tests.billing.factories import BillableServiceFactory, make_invoice, pay
 from tests.patients.factories import PatientFactory

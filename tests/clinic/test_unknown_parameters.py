@@ -16,8 +16,8 @@ from django.test import Client
 
 from appointments.models import Appointment
 from billing.models import Invoice
+from integrations.clients.scopes import SCOPES
 from integrations.models import IdempotencyRecord
-from integrations.scopes import SCOPES
 from patients.models import Patient
 from tests.appointments.factories import AppointmentFactory, at, future_monday
 from tests.appointments.lifecycle_helpers import make_clinic

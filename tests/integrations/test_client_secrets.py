@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.hashers import check_password, identify_hasher, make_password
 from oauth2_provider.models import AccessToken
 
-from integrations.hashers import ClientSecretHasher
+from integrations.clients.hashers import ClientSecretHasher
+from integrations.clients.services import api_client_create, api_client_rotate_secret
 from integrations.models import ApiClient, AuditLogEntry
-from integrations.services import api_client_create, api_client_rotate_secret
 from tests.conftest import bearer
 from tests.factories import BranchFactory
 

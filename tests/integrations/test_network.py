@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from django.test import RequestFactory
 
-from integrations.network import client_ip
+from clinic.api.network import client_ip
 
 PROXY = "127.0.0.1"
 

@@ -14,8 +14,8 @@ from oauthlib.oauth2.rfc6749.errors import InvalidClientError
 from requests.auth import HTTPBasicAuth
 from requests_oauthlib import OAuth2Session
 
+from integrations.clients.services import api_client_set_active
 from integrations.models import ApiClient
-from integrations.services import api_client_set_active
 from tests.conftest import bearer
 from tests.factories import BranchFactory
 

@@ -21,9 +21,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from clinic.api import ratelimit
 from clinic.api.views import ClinicAPIView
 from clinic.urls import urlpatterns as project_urlpatterns
-from integrations import ratelimit
 from integrations.models import AuditLogEntry
 from tests.conftest import bearer
 

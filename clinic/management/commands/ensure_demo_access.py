@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from integrations.clients.scopes import SCOPES
+from integrations.clients.services import api_client_create
 from integrations.models import ApiClient
-from integrations.scopes import SCOPES
-from integrations.services import api_client_create
 
 DEMO_CLIENT_NAME = "Demo integrator"
 

@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clinic.models import Branch
-from integrations.scopes import SCOPES
-from integrations.services import api_client_create
+from integrations.clients.scopes import SCOPES
+from integrations.clients.services import api_client_create
 
 
 class Command(BaseCommand):

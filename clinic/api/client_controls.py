@@ -8,9 +8,10 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from integrations import ratelimit
-from integrations.authentication import request_client, request_token
-from integrations.network import client_ip
+from clinic.api import ratelimit
+from clinic.api.authentication import request_client, request_token
+from clinic.api.context import request_context
+from clinic.api.network import client_ip
 
 
 class IpNotAllowed(exceptions.PermissionDenied):
@@ -27,14 +28,16 @@ class ClientControls(BasePermission):
         client = request_client(request)
         if not client.allows_address(client_ip(request._request)):
             # Refused before the limit applies: uses no quota, but still reports it (every response does).
-            request._request.rate_limit = ratelimit.hit(str(client.pk), client.effective_rate_limit, record=False)  # type: ignore[attr-defined]
+            request_context(request).rate_limit = ratelimit.hit(
+                str(client.pk), client.effective_rate_limit, record=False
+            )
             raise IpNotAllowed()
         # DRF checks permissions again within one request (OPTIONS asks them for POST/PUT on a clone):
         # one request is one hit, so a decision already taken for it stands.
-        decision = getattr(request._request, "rate_limit", None)
+        decision = request_context(request).rate_limit
         if decision is None:
             decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
-            request._request.rate_limit = decision  # type: ignore[attr-defined]
+            request_context(request).rate_limit = decision
         if not decision.admitted:
             raise exceptions.Throttled(wait=decision.reset_seconds)
         return True

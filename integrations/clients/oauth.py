@@ -22,11 +22,12 @@ from oauth2_provider import views as oauth_views
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
+from clinic.api import ratelimit
+from clinic.api.context import request_context
 from clinic.api.errors import oauth_error_response
+from clinic.api.network import CLIENT_IP_META_KEY, client_ip
 from clinic.text import CONTROL_CHARACTERS
-from integrations import ratelimit
 from integrations.models import ApiClient
-from integrations.network import CLIENT_IP_META_KEY, client_ip
 
 TOKEN_CONTEXT_META_KEY = "CLINIC_TOKEN_CONTEXT"  # noqa: S105 - a request.META key, not a secret
 
@@ -174,7 +175,7 @@ class _ClientControlledEndpoint:
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it
         response = super().post(request, *args, **kwargs)  # type: ignore[misc]
-        request.api_client = context.client  # type: ignore[attr-defined]
+        request_context(request).client = context.client
         if context.rate_limit is not None:
             for name, value in context.rate_limit.headers().items():
                 response[name] = value
@@ -182,7 +183,7 @@ class _ClientControlledEndpoint:
             _describe_error(response)
             tried = _client_id_tried(request)
             if tried:  # the audit row names who tried, even when no such client exists
-                request.audit_actor = f"client-id-tried:{tried}"  # type: ignore[attr-defined]
+                request_context(request).actor = f"client-id-tried:{tried}"
         response["Cache-Control"] = "no-store"
         response["Pragma"] = "no-cache"
         return response
@@ -195,7 +196,7 @@ class TokenView(_ClientControlledEndpoint, oauth_views.TokenView):
         if response.status_code == 200:
             token = json.loads(response.content).get("access_token", "")
             # The audit row names the issued token by the same checksum the toolkit stores.
-            request.audit_token_ref = hashlib.sha256(token.encode()).hexdigest()  # type: ignore[attr-defined]
+            request_context(request).token_ref = hashlib.sha256(token.encode()).hexdigest()
         return response
 
 

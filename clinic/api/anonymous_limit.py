@@ -15,10 +15,11 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
+from clinic.api import ratelimit
+from clinic.api.context import request_context
 from clinic.api.errors import oauth_error_response, problem_response
+from clinic.api.network import client_ip
 from clinic.api.paths import API_PREFIX, OAUTH_PATHS, is_public_api_path
-from integrations import ratelimit
-from integrations.network import client_ip
 
 
 def _exempt(path: str) -> bool:
@@ -51,19 +52,19 @@ class AnonymousRateLimitMiddleware:
         oauth = request.path in OAUTH_PATHS
         if not has_token and not oauth:
             decision = ratelimit.hit(_key(request), limit)
-            request.rate_limit = decision  # type: ignore[attr-defined]  # the RateLimit-* headers
+            request_context(request).rate_limit = decision  # the RateLimit-* headers
             return self.get_response(request) if decision.admitted else _too_many(request, decision)
         if oauth:
             decision = ratelimit.hit(_key(request), limit, record=False)
             if not decision.admitted:
-                request.rate_limit = decision  # type: ignore[attr-defined]
+                request_context(request).rate_limit = decision
                 return _too_many(request, decision)
         response = self.get_response(request)
         if response.status_code == 401 or (oauth and response.status_code >= 400 and response.status_code != 429):
             decision = ratelimit.hit(_key(request), limit)
             if not decision.admitted:
-                request.rate_limit = decision  # type: ignore[attr-defined]
+                request_context(request).rate_limit = decision
                 return _too_many(request, decision)
-            if getattr(request, "rate_limit", None) is None and not response.has_header("RateLimit-Limit"):
-                request.rate_limit = decision  # type: ignore[attr-defined]  # a client's own figures win
+            if request_context(request).rate_limit is None and not response.has_header("RateLimit-Limit"):
+                request_context(request).rate_limit = decision  # a client's own figures win
         return response

@@ -12,12 +12,13 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
+from clinic.api import audit_buffer
+from clinic.api.context import request_context
 from clinic.api.errors import api_not_found
+from clinic.api.network import client_ip
 from clinic.api.paths import API_PREFIX, is_public_api_path
 from clinic.text import CONTROL_CHARACTERS
-from integrations import audit_buffer
 from integrations.models import AuditLogEntry
-from integrations.network import client_ip
 
 logger = logging.getLogger("integrations.audit")
 
@@ -37,7 +38,7 @@ def _route(request: HttpRequest) -> str:
 
 def _token_ref(request: HttpRequest) -> str:
     """SHA-256 of the presented bearer token: the toolkit's checksum, never the token itself."""
-    token_ref = getattr(request, "audit_token_ref", "")
+    token_ref = request_context(request).token_ref
     if token_ref:
         return token_ref
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
@@ -60,11 +61,12 @@ class ApiAuditMiddleware:
             return self.get_response(request)
         started_at, started = timezone.now(), time.perf_counter()
         response = self.get_response(request)
-        decision = getattr(request, "rate_limit", None)
+        context = request_context(request)
+        decision = context.rate_limit
         if decision is not None:
             for name, value in decision.headers().items():
                 response[name] = value
-        client = getattr(request, "api_client", None)
+        client = context.client
         row = {
             "created_at": started_at,
             "client_id": client.pk if client is not None and client.pk else None,
@@ -75,10 +77,10 @@ class ApiAuditMiddleware:
             "path": _printable(request.path)[:500],
             "status": response.status_code,
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-            "request_id": getattr(request, "request_id", ""),
-            "patient_ids": getattr(request, "audit_patient_ids", []),
+            "request_id": context.request_id,
+            "patient_ids": context.patient_ids or [],
             "user_agent": _printable(request.headers.get("User-Agent", ""))[:200],
-            "actor": _printable(getattr(request, "audit_actor", ""))[:200],
+            "actor": _printable(context.actor)[:200],
         }
         try:
             AuditLogEntry.objects.create(**row)
@@ -86,7 +88,7 @@ class ApiAuditMiddleware:
             # PostgreSQL is restarting: keep the row and write it when the database is back.
             audit_buffer.defer(row)
         except Exception:  # the response is already decided; losing it would not undo anything
-            logger.exception("Could not write the audit row for request %s", getattr(request, "request_id", "-"))
+            logger.exception("Could not write the audit row for request %s", context.request_id or "-")
         else:
             if audit_buffer.has_local_rows():
                 with contextlib.suppress(DatabaseError):  # still down for those: they stay queued

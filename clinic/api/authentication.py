@@ -8,6 +8,7 @@ from oauth2_provider.contrib.rest_framework import OAuth2Authentication
 from oauth2_provider.models import AbstractAccessToken
 from rest_framework.request import Request
 
+from clinic.api.context import request_context
 from clinic.api.permissions import REALM
 from integrations.models import ApiClient
 
@@ -36,17 +37,19 @@ class ApiClientAuthentication(OAuth2Authentication):
         if scheme.lower() != "bearer" or not credentials.strip():
             # Tokens come from the Authorization header only (CONTRACT section 11): the toolkit would also
             # take `access_token` from a form-encoded body, which leaks into logs and caches.
-            request.oauth2_error = {}  # type: ignore[attr-defined]
+            request_context(request).oauth2_error = {}
             return None
         # The toolkit reads request.POST; on the DRF request that would parse the JSON body before the
         # client is even known (a malformed body would then hide the 401). The Django request does not.
         result = super().authenticate(request._request)
-        request.oauth2_error = getattr(request._request, "oauth2_error", {})  # type: ignore[attr-defined]
+        context = request_context(request)
+        # The toolkit leaves its reason on the Django request (its protocol, not ours).
+        context.oauth2_error = getattr(request._request, "oauth2_error", None) or {}
         if result is not None:
-            request._request.api_client = result[1].application  # type: ignore[attr-defined]
+            context.client = result[1].application
         return result
 
     def authenticate_header(self, request: Request) -> str:
-        error = getattr(request, "oauth2_error", None) or {}
+        error = request_context(request).oauth2_error
         description = error.get("error_description") or "A valid bearer token is required."
         return f'Bearer realm="{REALM}", error="invalid_token", error_description="{description}"'

@@ -1,50 +1,47 @@
-"""OpenAPI descriptions of the appointment object and examples (the views build bodies with
-appointments.events.appointment_payload, the same builder as the events)."""
+"""OpenAPI examples of the appointment operations (the shapes are appointments.representations)."""
 
 from __future__ import annotations
 
 from copy import deepcopy
+from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, extend_schema_serializer, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample
 
-from appointments.models import Appointment
+from appointments.representations import Appointment
 
-SlotSchema = inline_serializer(
-    "Slot", {"start_time": serializers.DateTimeField(), "end_time": serializers.DateTimeField()}, many=True
+SLOTS = OpenApiExample(
+    "Morning slots",
+    response_only=True,
+    value=[
+        {"start_time": "2026-11-23T09:00:00+05:30", "end_time": "2026-11-23T09:15:00+05:30"},
+        {"start_time": "2026-11-23T09:15:00+05:30", "end_time": "2026-11-23T09:30:00+05:30"},
+    ],
+)
+BOOKING = OpenApiExample(
+    "Booking",
+    request_only=True,
+    value={
+        "patient_id": "PAT-000123",
+        "doctor_id": "7599fc20-8d9b-4406-96d0-16a9a77dff32",
+        "branch_id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
+        "slot_start": "2026-11-23T09:15:00+05:30",
+        "slot_end": "2026-11-23T09:30:00+05:30",
+        "visit_type": "consultation",
+        "notes": "Fever for three days",
+    },
+)
+RESCHEDULE = OpenApiExample(
+    "Reschedule",
+    request_only=True,
+    value={
+        "new_slot_start": "2026-11-23T11:00:00+05:30",
+        "new_slot_end": "2026-11-23T11:15:00+05:30",
+        "reason": "Patient asked for a later time",
+    },
 )
 
-
-@extend_schema_serializer(component_name="Appointment")
-class AppointmentSchema(serializers.Serializer):
-    """The appointment object of the responses and events."""
-
-    openapi_description = "An appointment, as the API returns it and the appointment events carry it."
-
-    appointment_id = serializers.UUIDField()
-    token_number = serializers.IntegerField(help_text="Queue position, per doctor per branch-local day.")
-    status = serializers.ChoiceField(choices=Appointment.Status.choices)
-    patient_id = serializers.CharField(help_text="The patient's business id.")
-    patient = inline_serializer("AppointmentPatient", {"id": serializers.UUIDField(), "name": serializers.CharField()})
-    doctor = inline_serializer(
-        "AppointmentDoctor",
-        {"id": serializers.UUIDField(), "name": serializers.CharField(), "department": serializers.CharField()},
-    )
-    branch_id = serializers.UUIDField()
-    slot_start = serializers.DateTimeField(help_text="With the branch's UTC offset.")
-    slot_end = serializers.DateTimeField()
-    visit_type = serializers.ChoiceField(choices=Appointment.VisitType.choices)
-    notes = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    checked_in_at = serializers.DateTimeField(allow_null=True)
-    completed_at = serializers.DateTimeField(allow_null=True)
-    cancelled_at = serializers.DateTimeField(allow_null=True)
-    cancellation_reason = serializers.CharField(allow_null=True)
-    version = serializers.IntegerField(help_text="Increases with every change.")
-
-
-APPOINTMENT = {
+# Typed as the shape, so mypy holds the examples to it.
+APPOINTMENT: Appointment = {
     "appointment_id": "5b8f5a8e-3c2d-4d7e-9a0b-1c2d3e4f5a6b",
     "token_number": 7,
     "status": "booked",
@@ -70,12 +67,12 @@ APPOINTMENT = {
 }
 
 
-def appointment_example(name: str, status_code: str = "200", **changes: object) -> OpenApiExample:
-    value = deepcopy(APPOINTMENT)
-    value.update(changes)
+def appointment_example(name: str, status_code: str = "200", **changes: Any) -> OpenApiExample:
+    value: dict[str, Any] = {**deepcopy(APPOINTMENT), **changes}
     return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
 
 
+APPOINTMENTS = OpenApiExample("Appointments", response_only=True, value=[APPOINTMENT])
 BOOKED = appointment_example("Booked", "201")
 RESCHEDULED = appointment_example(
     "Rescheduled",

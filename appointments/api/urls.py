@@ -1,13 +1,19 @@
-from django.urls import path
+from rest_framework.routers import SimpleRouter
 
-from appointments.api import views
+from appointments.api.viewsets import AppointmentViewSet
+from clinic.api.viewsets import ClinicRouter
 
-urlpatterns = [
-    path("appointments", views.AppointmentListCreateView.as_view(), name="appointment-list"),
-    path("appointments/slots", views.SlotListView.as_view(), name="appointment-slots"),
-    path("appointments/<str:id>", views.AppointmentDetailView.as_view(), name="appointment-detail"),
-    path("appointments/<str:id>/reschedule", views.AppointmentRescheduleView.as_view(), name="appointment-reschedule"),
-    path("appointments/<str:id>/check-in", views.AppointmentCheckInView.as_view(), name="appointment-check-in"),
-    path("appointments/<str:id>/complete", views.AppointmentCompleteView.as_view(), name="appointment-complete"),
-    path("appointments/<str:id>/no-show", views.AppointmentNoShowView.as_view(), name="appointment-no-show"),
-]
+
+class _PathRouter(ClinicRouter):
+    """ClinicRouter with Django path() routes instead of regexes: the audit rows record the matched route and
+    keep today's (`api/v1/appointments/<str:id>`, not `api/v1/appointments/(?P<id>[^/]+)$`). Belongs in
+    ClinicRouter itself (with `lookup_value_converter = "str"` on ClinicViewSet) once every app is on it."""
+
+    def __init__(self) -> None:
+        SimpleRouter.__init__(self, trailing_slash=False, use_regex_path=False)
+
+
+router = _PathRouter()
+router.register("appointments", AppointmentViewSet, basename="appointment")
+
+urlpatterns = router.urls

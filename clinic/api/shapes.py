@@ -7,6 +7,8 @@ type cannot say is added with `Annotated` metadata:
 
     phone: Annotated[str, Doc("E.164")]
     email: Annotated[str | None, Format.EMAIL]
+    created_at: Annotated[str, Format.DATE_TIME]      # a builder's isoformat(), documented as a date-time
+    visit_type: Annotated[str, Appointment.VisitType] # an enum of a model's choices, labels included
     total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
     status: Literal["booked", "cancelled"]            # an enum
 
@@ -49,6 +51,8 @@ Money = Number(max_digits=12, decimal_places=2)
 class Format(Enum):
     EMAIL = "email"
     URI = "uri"
+    UUID = "uuid"
+    DATE_TIME = "date-time"
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,10 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
         if isinstance(item, Doc):
             kwargs["help_text"] = item.text
     formats = {item for item in metadata if isinstance(item, Format)}
+    # The same enum component (name and labels) as the model's serializers, not a new one of bare values.
+    choices = next((item for item in metadata if isinstance(item, type) and issubclass(item, Enum)), None)
+    if choices is not None:
+        return serializers.ChoiceField(choices=[(m.value, getattr(m, "label", m.value)) for m in choices], **kwargs)
     bounds = next((item for item in metadata if isinstance(item, Range)), None)
     if bounds is not None:
         if bounds.minimum is not None:
@@ -127,6 +135,10 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             return serializers.EmailField(**kwargs)
         if Format.URI in formats:
             return serializers.URLField(**kwargs)
+        if Format.UUID in formats:
+            return serializers.UUIDField(**kwargs)
+        if Format.DATE_TIME in formats:
+            return serializers.DateTimeField(**kwargs)
         return serializers.CharField(**kwargs)
     raise TypeError(f"No OpenAPI mapping for {hint!r}.")
 

@@ -9,6 +9,8 @@ type cannot say is added with `Annotated` metadata:
     email: Annotated[str | None, Format.EMAIL]
     total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
     status: Literal["booked", "cancelled"]            # an enum
+    status: Annotated[str, Invoice.Status]            # the enum of a model's choices, labels included
+    by_mode: dict[str, Annotated[Decimal, Money]]     # an object whose values all have this shape
 
 `X | None` is nullable; `NotRequired[...]` keys may be absent.
 """
@@ -24,6 +26,7 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
+from django.db.models import Choices
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
@@ -87,6 +90,7 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
         if isinstance(item, Doc):
             kwargs["help_text"] = item.text
     formats = {item for item in metadata if isinstance(item, Format)}
+    choices = next((item for item in metadata if isinstance(item, type) and issubclass(item, Choices)), None)
     bounds = next((item for item in metadata if isinstance(item, Range)), None)
     if bounds is not None:
         if bounds.minimum is not None:
@@ -101,7 +105,12 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             return shape(item_bare, many=True, **kwargs)
         return serializers.ListField(child=_field(item_hint, required=True), **kwargs)
     if origin is dict or bare is dict:
+        if get_args(bare):
+            kwargs["child"] = _field(get_args(bare)[1], required=True)
         return serializers.DictField(**kwargs)
+    if choices is not None:
+        # Labels and all: the same enum (and component name, ENUM_NAME_OVERRIDES) as the model field's.
+        return serializers.ChoiceField(choices=choices.choices, **kwargs)
     if origin is Literal:
         return serializers.ChoiceField(choices=list(get_args(bare)), **kwargs)
     if isinstance(bare, type) and _is_typeddict(bare):

@@ -8,6 +8,7 @@ docstring (drf-spectacular reads it).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils import timezone
@@ -40,7 +41,7 @@ from billing.representations import (
 )
 from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination, PageParams
-from clinic.api.schema import location_header, pagination_parameters
+from clinic.api.schema import ClinicAutoSchema, location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
 
@@ -58,11 +59,18 @@ _INVALID = OpenApiResponse(description="`validation_error` (`errors` names every
 _NOT_A_DRAFT = OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")
 
 
+class _DocstringSchema(ClinicAutoSchema):
+    def get_description(self) -> str:  # type: ignore[override]  # as AutoSchema itself
+        # A docstring is wrapped to the line length; the description keeps only its paragraph breaks.
+        return re.sub(r"(?<!\n)\n(?!\n)", " ", super().get_description())
+
+
 class _BillingViewSet(ClinicViewSet):
-    # What every resource needs and clinic.api.viewsets.ClinicViewSet does not have yet (it belongs there):
-    # the id as a path converter (billing.api.urls routes with path()), and OPTIONS answered as by the
-    # plain views these ViewSets replace.
+    # What every resource needs and clinic.api (ClinicViewSet, ClinicAutoSchema) does not have yet, so it
+    # belongs there: the id as a path converter (billing.api.urls routes with path()), descriptions from
+    # wrapped docstrings, and OPTIONS answered as by the plain views these ViewSets replace.
     lookup_value_converter = "str"
+    schema = _DocstringSchema()
 
     def check_permissions(self, request: Request) -> None:
         # DRF names every OPTIONS request (and its probes of POST and PUT) "metadata". OPTIONS takes the
@@ -100,7 +108,8 @@ class InvoiceViewSet(_BillingViewSet):
         names = {"List": "Invoice List Create", "Instance": "Invoice Detail"}
         return names.get(self.suffix or "") or super().get_view_name()
 
-    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override] # as DRF's
+    # (the override narrows Django's HttpRequest as APIView's own does)
+    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override]
         self.audit_patients([])  # OPTIONS describes the route and shows no patient
         return super().options(request, *args, **kwargs)
 

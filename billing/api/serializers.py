@@ -1,20 +1,18 @@
-"""Billing request validation and the invoice, payment and summary representations (CONTRACT section 8).
-
-Money leaves as Decimal with two places (a JSON number through clinic.api.renderers, never a float).
-"""
+"""Billing request validation: the invoice, payment and query-parameter serializers (CONTRACT section 8). The
+response bodies are built by billing.representations."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from rest_framework import serializers
 
 from billing import selectors, services
-from billing.models import Invoice, LineItem, Payment
+from billing.models import Invoice, Payment
 from clinic.api.serializers import StrictSerializer
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch
@@ -232,94 +230,3 @@ class SummaryParams(serializers.Serializer):
         if attrs["date_from"] > attrs["date_to"]:
             raise serializers.ValidationError({"date_to": "Must not be before date_from."})
         return attrs
-
-
-def _quantity(value: Decimal) -> Decimal:
-    """1.000 -> 1, 0.500 -> 0.5: the quantity as sent, without the storage's trailing zeros."""
-    return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
-
-
-def _local(value: datetime | None, invoice: Invoice) -> str | None:
-    return value.astimezone(invoice.branch.zone).isoformat() if value else None
-
-
-def invoice_summary(invoice: Invoice) -> dict[str, Any]:
-    """An element of the invoice list: the fields of the specification's Invoice summary."""
-    return {
-        "id": str(invoice.id),
-        "invoice_number": invoice.invoice_number,
-        "patient_name": invoice.patient.name,
-        "total": invoice.grand_total,
-        "paid": invoice.paid,
-        "balance": invoice.balance,
-        "status": invoice.status,
-        "date": invoice.date.isoformat(),
-    }
-
-
-def line_item_representation(line: LineItem) -> dict[str, Any]:
-    return {
-        "id": str(line.id),
-        "service_name": line.service_name,
-        "department": line.department.name,
-        "quantity": _quantity(line.quantity),
-        "rate": line.rate,
-        "discount": line.discount,
-        "tax_rate": line.tax_rate,
-        "taxable_amount": line.taxable_amount,
-        "cgst": line.cgst,
-        "sgst": line.sgst,
-        "igst": line.igst,
-        "amount": line.amount,
-    }
-
-
-def payment_representation(payment: Payment, invoice: Invoice) -> dict[str, Any]:
-    return {
-        "id": str(payment.id),
-        "amount": payment.amount,
-        "payment_mode": payment.payment_mode,
-        "reference": payment.reference or None,
-        "payment_date": payment.payment_date.isoformat(),
-        "recorded_at": _local(payment.recorded_at, invoice),
-    }
-
-
-def invoice_detail(invoice: Invoice) -> dict[str, Any]:
-    """The invoice detail of CONTRACT section 8 (load it with billing.selectors.invoice_get)."""
-    branch, patient = invoice.branch, invoice.patient
-    return {
-        "id": str(invoice.id),
-        "invoice_number": invoice.invoice_number,
-        "date": invoice.date.isoformat(),
-        "status": invoice.status,
-        "branch": {"id": str(branch.id), "name": branch.name, "gstin": branch.gstin or None, "state": branch.state},
-        "patient": {
-            "id": str(patient.id),
-            "patient_id": patient.patient_id,
-            "name": patient.name,
-            "phone": patient.phone,
-        },
-        "line_items": [line_item_representation(line) for line in invoice.line_items.all()],
-        "totals": {
-            "sub_total": invoice.sub_total,
-            "discount": invoice.discount,
-            "taxable": invoice.taxable,
-            "cgst": invoice.cgst,
-            "sgst": invoice.sgst,
-            "igst": invoice.igst,
-            "tax": invoice.tax,
-            "grand_total": invoice.grand_total,
-        },
-        "payments": [payment_representation(payment, invoice) for payment in invoice.payments.all()],
-        "paid": invoice.paid,
-        "balance": invoice.balance,
-    }
-
-
-def payment_result(payment: Payment, invoice: Invoice) -> dict[str, Any]:
-    """The 201 body of a recorded payment: the payment and the invoice's new status, paid and balance."""
-    return {
-        "payment": payment_representation(payment, invoice),
-        "invoice": {"id": str(invoice.id), "status": invoice.status, "paid": invoice.paid, "balance": invoice.balance},
-    }

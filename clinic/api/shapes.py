@@ -8,9 +8,10 @@ type cannot say is added with `Annotated` metadata:
     phone: Annotated[str, Doc("E.164")]
     email: Annotated[str | None, Format.EMAIL]
     created_at: Annotated[str, Format.DATE_TIME]      # a builder's isoformat(), documented as a date-time
-    visit_type: Annotated[str, Appointment.VisitType] # an enum of a model's choices, labels included
     total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
-    status: Literal["booked", "cancelled"]            # an enum
+    mode: Literal["cash", "card"]                     # an enum
+    status: Annotated[str, Invoice.Status]            # the enum of a model's choices, labels included
+    by_mode: dict[str, Annotated[Decimal, Money]]     # an object whose values all have this shape
 
 `X | None` is nullable; `NotRequired[...]` keys may be absent.
 """
@@ -26,6 +27,7 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
 
+from django.db.models import Choices
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
@@ -91,10 +93,7 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
         if isinstance(item, Doc):
             kwargs["help_text"] = item.text
     formats = {item for item in metadata if isinstance(item, Format)}
-    # The same enum component (name and labels) as the model's serializers, not a new one of bare values.
-    choices = next((item for item in metadata if isinstance(item, type) and issubclass(item, Enum)), None)
-    if choices is not None:
-        return serializers.ChoiceField(choices=[(m.value, getattr(m, "label", m.value)) for m in choices], **kwargs)
+    choices = next((item for item in metadata if isinstance(item, type) and issubclass(item, Choices)), None)
     bounds = next((item for item in metadata if isinstance(item, Range)), None)
     if bounds is not None:
         if bounds.minimum is not None:
@@ -109,7 +108,12 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             return shape(item_bare, many=True, **kwargs)
         return serializers.ListField(child=_field(item_hint, required=True), **kwargs)
     if origin is dict or bare is dict:
+        if get_args(bare):
+            kwargs["child"] = _field(get_args(bare)[1], required=True)
         return serializers.DictField(**kwargs)
+    if choices is not None:
+        # Labels and all: the same enum (and component name, ENUM_NAME_OVERRIDES) as the model field's.
+        return serializers.ChoiceField(choices=choices.choices, **kwargs)
     if origin is Literal:
         return serializers.ChoiceField(choices=list(get_args(bare)), **kwargs)
     if isinstance(bare, type) and _is_typeddict(bare):

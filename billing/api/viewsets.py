@@ -1,0 +1,342 @@
+"""The billing resources under /api/v1/billing/ (CONTRACT section 8): invoices (list, create, detail, draft
+edit, and the transitions finalize and cancel), their payments, and the financial summary.
+
+Handlers parse, call one selector or service and answer with billing.representations; a changed invoice
+is re-read through the client's branch restriction. Each operation's description is its handler's
+docstring (drf-spectacular reads it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from billing import selectors, services
+from billing.api import schema
+from billing.api.serializers import (
+    CancelSerializer,
+    EmptyBody,
+    InvoiceCreateSerializer,
+    InvoiceListParams,
+    InvoiceUpdateSerializer,
+    PaymentSerializer,
+    SummaryParams,
+)
+from billing.models import Invoice
+from billing.representations import (
+    FinancialSummary,
+    InvoiceDetail,
+    InvoiceSummary,
+    PaymentRecorded,
+    financial_summary,
+    invoice_detail,
+    invoice_summary,
+    payment_result,
+)
+from clinic.api.errors import register_problem
+from clinic.api.pagination import HeaderPagination, PageParams
+from clinic.api.schema import ClinicAutoSchema, location_header, pagination_parameters
+from clinic.api.shapes import shape
+from clinic.api.viewsets import ClinicViewSet, created
+
+register_problem(
+    "duplicate_payment",
+    409,
+    "Duplicate payment",
+    "The invoice already has a payment with this payment_mode and reference.",
+)
+
+_ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
+_NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
+_DETAIL = OpenApiResponse(shape(InvoiceDetail), description="The invoice detail.")
+_INVALID = OpenApiResponse(description="`validation_error` (`errors` names every bad field) or `unknown_parameter`.")
+_NOT_A_DRAFT = OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")
+
+
+class _DocstringSchema(ClinicAutoSchema):
+    def get_description(self) -> str:  # type: ignore[override]  # as AutoSchema itself
+        # A docstring is wrapped to the line length; the description keeps only its paragraph breaks.
+        return re.sub(r"(?<!\n)\n(?!\n)", " ", super().get_description())
+
+
+class _BillingViewSet(ClinicViewSet):
+    # What every resource needs and clinic.api (ClinicViewSet, ClinicAutoSchema) does not have yet, so it
+    # belongs there: the id as a path converter (billing.api.urls routes with path()), descriptions from
+    # wrapped docstrings, and OPTIONS answered as by the plain views these ViewSets replace.
+    lookup_value_converter = "str"
+    schema = _DocstringSchema()
+
+    def check_permissions(self, request: Request) -> None:
+        # DRF names every OPTIONS request (and its probes of POST and PUT) "metadata". OPTIONS takes the
+        # scope of the route's GET (a route without one is a 405, as before), a probe that of its method.
+        if self.action != "metadata":
+            super().check_permissions(request)
+            return
+        method = (request.method or "OPTIONS").lower()
+        # None for a method the route lacks, as DRF itself sets it.
+        self.action = self.action_map.get("get" if method == "options" else method)  # type: ignore[assignment]
+        try:
+            super().check_permissions(request)
+        finally:
+            self.action = "metadata"
+
+    def get_view_description(self, html: bool = False) -> str:
+        return ""  # the operations are described in the OpenAPI document, not by OPTIONS
+
+
+class InvoiceViewSet(_BillingViewSet):
+    patient_data = True
+    required_scopes = {
+        "list": "billing:read",
+        "retrieve": "billing:read",
+        "create": "billing:write",
+        "partial_update": "billing:write",
+        "finalize": "billing:write",
+        "cancel": "billing:write",
+        "payments": "billing:write",
+    }
+    query_params = {"list": (PageParams, InvoiceListParams)}
+
+    def get_view_name(self) -> str:
+        # The OPTIONS "name" of the invoices and of one invoice, as the plain views gave it.
+        names = {"List": "Invoice List Create", "Instance": "Invoice Detail"}
+        return names.get(self.suffix or "") or super().get_view_name()
+
+    # (the override narrows Django's HttpRequest as APIView's own does)
+    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override]
+        self.audit_patients([])  # OPTIONS describes the route and shows no patient
+        return super().options(request, *args, **kwargs)
+
+    def _invoice(self, id: str, *, detail: bool = False) -> Invoice:
+        """The invoice of the URL through the client's branch restriction (404 otherwise), audited."""
+        invoice = selectors.invoice_get(client=self.api_client, invoice_id=id, detail=detail)
+        self.audit_patients([invoice.patient_id])
+        return invoice
+
+    def _detail(self, invoice: Invoice) -> InvoiceDetail:
+        """The invoice as it now stands, re-read with everything the detail shows."""
+        return invoice_detail(selectors.invoice_get(client=self.api_client, invoice_id=str(invoice.id)))
+
+    @extend_schema(
+        operation_id="billing_invoices_list",
+        summary="List invoices",
+        parameters=pagination_parameters(),
+        responses={200: OpenApiResponse(shape(InvoiceSummary, many=True), description="A bare JSON array.")},
+        examples=[schema.LIST_EXAMPLE],
+    )
+    def list(self, request: Request) -> Response:
+        """Invoices at the branches the client may see, newest invoice date first (then most recently created,
+        then id). `date_from`/`date_to` are inclusive invoice dates. A `patient_id` or `branch_id` that does
+        not exist or is not visible to the client is a 400 naming it. Scope: `billing:read`."""
+        params = InvoiceListParams(data=request.query_params, context={"client": self.api_client})
+        pagination = HeaderPagination(request, params)
+        filters = pagination.filters
+        patient = filters.pop("patient_id", None)
+        if patient is not None:
+            self.audit_patients([patient.id])
+        page = pagination.paginate(selectors.invoice_list(client=self.api_client, patient=patient, **filters))
+        self.audit_patients(invoice.patient_id for invoice in page)
+        return pagination.response([invoice_summary(invoice) for invoice in page])
+
+    @extend_schema(
+        operation_id="billing_invoices_create",
+        summary="Create an invoice",
+        request=InvoiceCreateSerializer,
+        parameters=[location_header("/api/v1/billing/invoices/{id}")],
+        responses={201: _DETAIL, 400: _INVALID},
+        examples=[
+            schema.error_example("Discount above the line", schema.BAD_LINE),
+            schema.CREATE_REQUEST,
+            schema.CREATED_FINALIZED_EXAMPLE,
+            schema.DRAFT_EXAMPLE,
+            schema.INTERSTATE_EXAMPLE,
+        ],
+    )
+    def create(self, request: Request) -> Response:
+        """Creates a draft, or a finalized invoice with `finalize: true`. `branch_id` defaults to the client's
+        only branch; `date` to today at the branch (not in the future); its Indian financial year (April-March)
+        decides the number series. Each line names a catalogue `service_code` (name, department, rate and
+        tax_rate default from the catalogue and may be overridden) or a `service_name` with `department` (name
+        or UUID), `rate` and `tax_rate`. `quantity` defaults to 1 and may be fractional; `discount` (rupees) is
+        at most quantity x rate.
+
+        GST per line: taxable = quantity x rate - discount; tax = taxable x tax_rate / 100, rounded half-up to
+        the paisa; when the patient's address state is the branch's state (or unknown), CGST and SGST halves,
+        CGST taking an odd paisa (tax 0.05 -> 0.03 + 0.02); otherwise IGST. The treatment is fixed when the
+        invoice is created. Totals are the exact sums of the lines. Honours `Idempotency-Key`. Scope:
+        `billing:write`."""
+        client = self.api_client
+        body = InvoiceCreateSerializer(data=request.data, context={"client": client})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        patient = data["patient_id"]
+        self.audit_patients([patient.id])
+        invoice = services.invoice_create(
+            branch=data.get("branch_id") or selectors.invoicing_branch_default(client=client),
+            patient=patient,
+            invoice_date=data.get("date"),
+            line_items=data["line_items"],
+            finalize=data["finalize"],
+        )
+        return created(self._detail(invoice), f"/api/v1/billing/invoices/{invoice.id}")
+
+    @extend_schema(
+        operation_id="billing_invoices_retrieve",
+        summary="Get an invoice",
+        parameters=[_ID],
+        responses={200: _DETAIL, 404: _NOT_FOUND},
+        examples=[schema.FINALIZED_EXAMPLE, schema.PARTIALLY_PAID_EXAMPLE, schema.INTERSTATE_EXAMPLE],
+    )
+    def retrieve(self, request: Request, id: str) -> Response:
+        """Header (number, date, status, branch, patient), line items with their GST breakdown, totals,
+        payments, paid and balance. Money is a JSON number with two decimals. Scope: `billing:read`."""
+        return Response(invoice_detail(self._invoice(id, detail=True)))
+
+    @extend_schema(
+        operation_id="billing_invoices_partial_update",
+        summary="Edit a draft invoice",
+        parameters=[_ID],
+        request=InvoiceUpdateSerializer,
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: _NOT_A_DRAFT},
+        examples=[
+            schema.UPDATE_REQUEST,
+            schema.EDITED_EXAMPLE,
+            schema.error_example("Not a draft", schema.INVALID_STATE_EDIT),
+        ],
+    )
+    def partial_update(self, request: Request, id: str) -> Response:
+        """Only drafts are editable: `date` and/or `line_items` (which, when sent, replace every line; the same
+        rules as creation). Totals are recomputed. 409 `invalid_state` once finalized or cancelled. Honours
+        `Idempotency-Key`. Scope: `billing:write`."""
+        invoice = self._invoice(id)
+        body = InvoiceUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        services.invoice_update(invoice=invoice, invoice_date=data.get("date"), line_items=data.get("line_items"))
+        return Response(self._detail(invoice))
+
+    @extend_schema(
+        operation_id="billing_invoices_finalize",
+        summary="Finalize an invoice",
+        parameters=[_ID],
+        request=None,
+        responses={200: _DETAIL, 404: _NOT_FOUND, 409: _NOT_A_DRAFT},
+        examples=[schema.FINALIZED_EXAMPLE, schema.error_example("Not a draft", schema.INVALID_STATE_FINALIZE)],
+    )
+    @action(detail=True, methods=["post"])
+    def finalize(self, request: Request, id: str) -> Response:
+        """`draft` -> `finalized`: the invoice is locked and takes the next number of its branch in the
+        financial year of its date, e.g. `BLR/2026-27/00042`. Numbers are consecutive per branch and year,
+        without gaps or repeats, also under concurrency. Takes no body. 409 `invalid_state` when not a draft.
+        Honours `Idempotency-Key`. Scope: `billing:write`."""
+        invoice = self._invoice(id)
+        EmptyBody(data=request.data or {}).is_valid(raise_exception=True)
+        return Response(self._detail(services.invoice_finalize(invoice=invoice)))
+
+    @extend_schema(
+        operation_id="billing_invoices_cancel",
+        summary="Cancel an invoice",
+        parameters=[_ID],
+        request=CancelSerializer,
+        responses={
+            200: _DETAIL,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(
+                description="`invalid_state` (with `current_status`): partially paid, paid or already cancelled."
+            ),
+        },
+        examples=[
+            schema.CANCEL_REQUEST,
+            schema.CANCELLED_EXAMPLE,
+            schema.error_example("Already paid in part", schema.INVALID_STATE_CANCEL),
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, id: str) -> Response:
+        """A draft, or a finalized invoice with nothing paid, becomes `cancelled`; `reason` is required. A
+        cancelled finalized invoice keeps its number (the series has no gaps). 409 `invalid_state` once anything
+        is paid, or when already cancelled. Honours `Idempotency-Key`. Scope: `billing:write`."""
+        invoice = self._invoice(id)
+        body = CancelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(self._detail(services.invoice_cancel(invoice=invoice, reason=body.validated_data["reason"])))
+
+    @extend_schema(
+        operation_id="billing_invoices_payments_create",
+        summary="Record a payment",
+        parameters=[_ID],
+        request=PaymentSerializer,
+        responses={
+            201: OpenApiResponse(shape(PaymentRecorded), description="The payment and the invoice's new state."),
+            400: _INVALID,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(
+                description="`invalid_state` (draft, cancelled or paid; with `current_status`) or `duplicate_payment` "
+                "(with `payment_mode` and `reference`)."
+            ),
+        },
+        examples=[
+            schema.PAYMENT_REQUEST,
+            schema.PAYMENT_EXAMPLE,
+            schema.error_example("More than the balance", schema.OVERPAYMENT),
+            schema.error_example("Draft invoice", schema.INVALID_STATE_PAYMENT),
+            schema.error_example("Duplicate payment", schema.DUPLICATE_PAYMENT),
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def payments(self, request: Request, id: str) -> Response:
+        """Records money received against a `finalized` or `partially_paid` invoice. `amount` > 0 and at most
+        the balance; `payment_mode` one of cash, card, upi, neft, cheque, online, insurance; `reference`
+        required for every mode but cash; `payment_date` defaults to today at the invoice's branch and may not
+        be in the future. The invoice becomes `partially_paid`, or `paid` when the balance reaches zero.
+        Concurrent payments are applied one at a time against the remaining balance, so they can never exceed
+        the total. 409 `invalid_state` for draft, cancelled and paid invoices; 409 `duplicate_payment` for a
+        second payment with the same mode and reference on the invoice. Payments cannot be changed or
+        reversed. Honours `Idempotency-Key` (a retry with the same key replays the 201 without paying twice).
+        Scope: `billing:write`."""
+        invoice = self._invoice(id)
+        today = timezone.localtime(timezone.now(), invoice.branch.zone).date()
+        body = PaymentSerializer(data=request.data, context={"today": today})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        payment = services.payment_record(
+            invoice=invoice,
+            amount=data["amount"],
+            payment_mode=data["payment_mode"],
+            reference=data["reference"],
+            payment_date=data.get("payment_date"),
+            recorded_by=f"api:{self.api_client.name}",
+        )
+        return Response(payment_result(payment, payment.invoice), status=201)
+
+
+class SummaryViewSet(_BillingViewSet):
+    # Registered at `billing` with the one list-level action `summary`: the path billing/summary and the
+    # URL name billing-summary, which a `list` (billing-summary-list) would not give.
+    required_scopes = {"summary": "billing:read"}
+    query_params = {"summary": (SummaryParams,)}
+
+    @extend_schema(
+        operation_id="billing_summary",
+        summary="Financial summary",
+        responses={200: shape(FinancialSummary)},
+        examples=[schema.SUMMARY_EXAMPLE],
+    )
+    @action(detail=False, methods=["get"])
+    def summary(self, request: Request) -> Response:
+        """Over invoices dated in [`date_from`, `date_to`] (both required, inclusive) at the branches the client
+        may see, or at `branch_id`. Drafts and cancelled invoices are not billed. `total_billed`: sum of grand
+        totals; `total_outstanding`: sum of their balances as they stand now; `total_collected` and
+        `collection_by_mode`: payments dated in the range (cash received in the period, whatever the date of
+        the invoice they settle), every mode listed; `revenue_by_department`: taxable amounts of the billed
+        lines by department name. Computed by SQL aggregation, exact to the paisa. Scope: `billing:read`."""
+        params = SummaryParams(data=request.query_params, context={"client": self.api_client})
+        params.is_valid(raise_exception=True)
+        figures = selectors.billing_summary(client=self.api_client, **params.validated_data)
+        return Response(financial_summary(figures))

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import logging
 
+from celery import current_app
 from django.db import transaction
 
+from appointments.events import APPOINTMENT_BOOKED, APPOINTMENT_CANCELLED, APPOINTMENT_RESCHEDULED
 from appointments.models import Appointment
 from integrations.notifications.services import Message, notification_channels
 
 logger = logging.getLogger("appointments.notifications")
 
+# The task is named, not imported: appointments.tasks imports this module to build the message.
+NOTIFY_TASK = "appointments.tasks.appointment_notify"
+
 _SUBJECTS = {
-    "appointment.booked": "Appointment confirmed",
-    "appointment.rescheduled": "Appointment rescheduled",
-    "appointment.cancelled": "Appointment cancelled",
+    APPOINTMENT_BOOKED: "Appointment confirmed",
+    APPOINTMENT_RESCHEDULED: "Appointment rescheduled",
+    APPOINTMENT_CANCELLED: "Appointment cancelled",
 }
 
 
@@ -25,13 +30,11 @@ def schedule(event_type: str, appointment: Appointment) -> None:
     for a change that rolls back). A broker outage is logged, never raised into the committed request."""
     if not notification_channels(event_type=event_type, branch_id=appointment.branch_id):
         return
-    from appointments.tasks import appointment_notify
-
     args = (str(appointment.pk), event_type, appointment.version)
 
     def enqueue() -> None:
         try:
-            appointment_notify.delay(*args)
+            current_app.tasks[NOTIFY_TASK].delay(*args)
         except Exception:  # the broker is down: the change is committed, the notification is lost
             logger.exception("could not queue %s notification for %s", event_type, args[0])
 
@@ -44,9 +47,9 @@ def message_build(event_type: str, appointment: Appointment, *, version: int) ->
     patient, doctor, branch = appointment.patient, appointment.doctor, appointment.branch
     when = appointment.slot_start.astimezone(branch.zone).strftime("%a %d %b %Y, %I:%M %p")
     at = f"with {doctor.name} at {branch.name} on {when}"
-    if event_type == "appointment.cancelled":
+    if event_type == APPOINTMENT_CANCELLED:
         text = f"Your appointment {at} (token {appointment.token_number}) has been cancelled."
-    elif event_type == "appointment.rescheduled":
+    elif event_type == APPOINTMENT_RESCHEDULED:
         text = f"Your appointment has been moved: it is now {at}, token {appointment.token_number}."
     else:
         text = f"Your appointment {at} is confirmed. Your token number is {appointment.token_number}."

@@ -159,8 +159,8 @@ def appointment_book(
             raise
         raise refusal from None
     _record(appointment, AppointmentChange.Kind.BOOKED, actor=actor)
-    events.publish("appointment.booked", appointment)
-    notifications.schedule("appointment.booked", appointment)
+    events.publish(events.APPOINTMENT_BOOKED, appointment)
+    notifications.schedule(events.APPOINTMENT_BOOKED, appointment)
     return appointment
 
 
@@ -230,8 +230,8 @@ def appointment_reschedule(
             raise
         raise refusal from None
     _record(appointment, AppointmentChange.Kind.RESCHEDULED, actor=actor, reason=reason, **before)
-    events.publish("appointment.rescheduled", appointment, previous=previous)
-    notifications.schedule("appointment.rescheduled", appointment)
+    events.publish(events.APPOINTMENT_RESCHEDULED, appointment, previous=previous)
+    notifications.schedule(events.APPOINTMENT_RESCHEDULED, appointment)
     return appointment
 
 
@@ -280,8 +280,8 @@ def appointment_cancel(
     appointment.cancellation_reason = reason
     _save(appointment, ["status", "cancelled_at", "cancellation_reason"])
     _record(appointment, AppointmentChange.Kind.CANCELLED, actor=actor, reason=reason)
-    events.publish("appointment.cancelled", appointment)
-    notifications.schedule("appointment.cancelled", appointment)
+    events.publish(events.APPOINTMENT_CANCELLED, appointment)
+    notifications.schedule(events.APPOINTMENT_CANCELLED, appointment)
     return appointment
 
 
@@ -301,7 +301,7 @@ def appointment_check_in(*, appointment: Appointment, actor: str = "system") -> 
     appointment.checked_in_at = timezone.now()
     _save(appointment, ["status", "checked_in_at"])
     _record(appointment, AppointmentChange.Kind.CHECKED_IN, actor=actor)
-    events.publish("appointment.checked_in", appointment)
+    events.publish(events.APPOINTMENT_CHECKED_IN, appointment)
     return appointment
 
 
@@ -324,7 +324,7 @@ def appointment_complete(*, appointment: Appointment, actor: str = "system") -> 
     appointment.completed_at = now
     _save(appointment, ["status", "completed_at", "visit"])
     _record(appointment, AppointmentChange.Kind.COMPLETED, actor=actor)
-    events.publish("appointment.completed", appointment)
+    events.publish(events.APPOINTMENT_COMPLETED, appointment)
     return appointment
 
 
@@ -341,5 +341,5 @@ def appointment_no_show(*, appointment: Appointment, actor: str = "system") -> A
     appointment.status = Status.NO_SHOW
     _save(appointment, ["status"])
     _record(appointment, AppointmentChange.Kind.NO_SHOW, actor=actor)
-    events.publish("appointment.no_show", appointment)
+    events.publish(events.APPOINTMENT_NO_SHOW, appointment)
     return appointment

@@ -6,13 +6,13 @@ from celery import shared_task
 from django.conf import settings
 
 from appointments.models import Appointment
-from appointments.notifications import message_build
+from appointments.notifications import NOTIFY_TASK, message_build
 from integrations.notifications.services import NotificationFailed, notification_channels, notification_send
 
 RETRY_DELAY_SECONDS = 60
 
 
-@shared_task
+@shared_task(name=NOTIFY_TASK)
 def appointment_notify(appointment_id: str, event_type: str, version: int, attempt: int = 1) -> dict[str, str]:
     """Send the patient the notification of `event_type` on every enabled channel. Channels already sent
     for this appointment version are skipped, so the task is safe to run twice; a channel that failed

@@ -548,11 +548,11 @@ def _unwrap_list_examples(operation: dict[str, Any]) -> None:
 
 
 def _webhooks(components: dict[str, Any]) -> dict[str, Any]:
-    """Every event kind of the registry (integrations.webhooks.models.WebhookEventType), with the body and
-    Standard Webhooks headers of its deliveries. `<entity>.<action>` carries `data.<entity>` in the API
-    representation (component `<Entity>`); a rescheduling also carries `data.previous`. A new kind whose
-    entity has no component fails the schema generation instead of going undocumented."""
-    from integrations.webhooks.models import WebhookEventType
+    """Every event kind of the registry (integrations.webhooks.registry), with the body and Standard Webhooks
+    headers of its deliveries. `data` holds the payload parts the owning app declared, each the API
+    representation of an entity (an OpenAPI component). A kind whose component does not exist fails the
+    schema generation instead of going undocumented."""
+    from integrations.webhooks.registry import event_kinds
 
     headers = [
         ("webhook-id", "The event id: the same on every retry of this event (use it to deduplicate)."),
@@ -560,16 +560,15 @@ def _webhooks(components: dict[str, Any]) -> dict[str, Any]:
         ("webhook-signature", "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, space-separated per secret."),
     ]
     result: dict[str, Any] = {}
-    for kind in WebhookEventType.values:
-        entity = kind.split(".", 1)[0]
-        component = "".join(part.title() for part in entity.split("_"))
-        if component not in components:
-            raise LookupError(f"The event {kind} has no payload schema: add a component named {component}.")
-        ref = {"$ref": f"#/components/schemas/{component}"}
-        data: dict[str, Any] = {"type": "object", "required": [entity], "properties": {entity: ref}}
-        if kind.endswith(".rescheduled"):
-            data["required"].append("previous")
-            data["properties"]["previous"] = {**ref, "description": "The representation before the change."}
+    for event_kind in event_kinds():
+        kind = event_kind.name
+        data: dict[str, Any] = {"type": "object", "required": [], "properties": {}}
+        for part in event_kind.payload:
+            if part.component not in components:
+                raise LookupError(f"The event {kind} has no payload schema: no component named {part.component}.")
+            ref = {"$ref": f"#/components/schemas/{part.component}"}
+            data["required"].append(part.key)
+            data["properties"][part.key] = {**ref, "description": part.description} if part.description else ref
         result[kind] = {
             "post": {
                 "operationId": "webhook_" + re.sub(r"\W", "_", kind),

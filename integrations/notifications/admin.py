@@ -4,20 +4,45 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from clinic.admin_audit import PatientDataAuditMixin
 from integrations.notifications.models import NotificationAttempt, NotificationSettings
+from integrations.webhooks.registry import event_kinds_notifying
+
+
+def notifying_kind_choices() -> list[tuple[str, str]]:
+    """The kinds that may notify, with the labels their apps declared, read when a form is built."""
+    return [(kind.name, kind.notification_label) for kind in event_kinds_notifying()]
+
+
+class NotificationSettingsForm(forms.ModelForm):
+    event_kinds = forms.MultipleChoiceField(
+        choices=notifying_kind_choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Notify the patient",
+    )
+
+    class Meta:
+        model = NotificationSettings
+        fields = ["sms_enabled", "email_enabled", "event_kinds", "branches"]
+
+    def clean_event_kinds(self) -> list[str]:
+        chosen = set(self.cleaned_data["event_kinds"])
+        return [name for name, _ in notifying_kind_choices() if name in chosen]
 
 
 class NotificationSettingsAdmin(admin.ModelAdmin):
     """One row: the list page opens it directly."""
 
+    form = NotificationSettingsForm
     fieldsets = [
         ("Channels", {"fields": ["sms_enabled", "email_enabled"]}),
-        ("Events", {"fields": ["on_booked", "on_rescheduled", "on_cancelled"]}),
+        ("Events", {"fields": ["event_kinds"]}),
         ("Scope", {"fields": ["branches"]}),
     ]
     filter_horizontal = ["branches"]
@@ -42,7 +67,7 @@ class NotificationAttemptAdmin(PatientDataAuditMixin, admin.ModelAdmin):
     list_display = ["created_at", "event_type", "channel", "recipient", "status", "attempt", "detail", "duration_ms"]
     list_filter = ["status", "channel", "event_type"]
     search_fields = ["=subject_id", "=patient_ref"]
-    search_help_text = "Appointment or patient UUID."
+    search_help_text = "Subject (e.g. appointment) or patient UUID."
     date_hierarchy = "created_at"
 
     def patient_ids_of(self, obj: NotificationAttempt) -> list[Any]:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from clinic.models import Branch
+from integrations.webhooks.registry import NAME_MAX_LENGTH, event_kinds_notifying
+
+
+def notifying_event_kinds() -> list[str]:
+    """The default switches: every kind that may notify (migration 0006 refers to this function)."""
+    return [kind.name for kind in event_kinds_notifying()]
 
 
 class NotificationSettings(models.Model):
@@ -14,14 +21,20 @@ class NotificationSettings(models.Model):
     id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
     sms_enabled = models.BooleanField("send SMS", default=False)
     email_enabled = models.BooleanField("send e-mail", default=False)
-    on_booked = models.BooleanField("when an appointment is booked", default=True)
-    on_rescheduled = models.BooleanField("when an appointment is rescheduled", default=True)
-    on_cancelled = models.BooleanField("when an appointment is cancelled", default=True)
+    # Wire names of registered kinds whose `notifies` is set; the admin offers those from the registry, so
+    # a domain that adds one needs no migration here.
+    event_kinds = ArrayField(
+        models.CharField(max_length=NAME_MAX_LENGTH),
+        default=notifying_event_kinds,
+        blank=True,
+        verbose_name="notify on",
+        help_text="The events that send the patient a notification.",
+    )
     branches = models.ManyToManyField(
         Branch,
         blank=True,
         related_name="+",
-        help_text="Only appointments at these branches (none chosen: every branch).",
+        help_text="Only events at these branches (none chosen: every branch).",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -54,7 +67,9 @@ class NotificationAttempt(models.Model):
     id = models.BigAutoField(primary_key=True)
     created_at = models.DateTimeField(db_index=True)
     event_type = models.CharField(max_length=40)
-    subject_id = models.UUIDField(db_index=True, help_text="The appointment the notification is about.")
+    subject_id = models.UUIDField(
+        db_index=True, help_text="The id of what the notification is about (the subject of its event)."
+    )
     patient_ref = models.UUIDField(null=True, blank=True, db_index=True, help_text="Patient UUID.")
     dedupe_key = models.CharField(
         max_length=120, help_text="Subject, version and channel: a redelivered task never sends twice."

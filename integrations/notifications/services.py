@@ -1,7 +1,7 @@
 """Patient notifications (SMS and e-mail): whether to send, and sending one with its attempt logged.
 
-The domain app decides when a notification is due and builds its text; this module knows nothing of
-appointments. Every attempt is a NotificationAttempt row; a channel already sent for the same dedupe key
+The domain app decides when a notification is due and builds its text; this module knows only the event
+kinds of the registry (integrations.webhooks.registry) and which of them the settings switch on. Every attempt is a NotificationAttempt row; a channel already sent for the same dedupe key
 is never sent again, so a task redelivered after a worker crash does not text the patient twice.
 """
 
@@ -18,15 +18,11 @@ from django.utils import timezone
 
 from integrations.models import NotificationAttempt, NotificationSettings
 from integrations.notifications.sms import SmsError, sms_backend
+from integrations.webhooks.registry import event_kind_get
 
 logger = logging.getLogger("integrations.notifications.services")
 
 Channel = NotificationAttempt.Channel
-_EVENT_SWITCHES = {
-    "appointment.booked": "on_booked",
-    "appointment.rescheduled": "on_rescheduled",
-    "appointment.cancelled": "on_cancelled",
-}
 
 
 @dataclass(frozen=True)
@@ -45,9 +41,12 @@ class Message:
 
 
 def notification_channels(*, event_type: str, branch_id: uuid.UUID) -> list[str]:
-    """The channels on which `event_type` at that branch is to be sent (empty: notify nobody)."""
+    """The channels on which `event_type` (a registered kind) at that branch is to be sent (empty: notify
+    nobody). Raises UnknownEventKind for a kind no app registered."""
+    if not event_kind_get(event_type).notifies:
+        return []
     config = NotificationSettings.objects.filter(id=1).first()
-    if config is None or not getattr(config, _EVENT_SWITCHES.get(event_type, ""), False):
+    if config is None or event_type not in config.event_kinds:
         return []
     branch_ids = set(config.branches.values_list("id", flat=True))
     if branch_ids and branch_id not in branch_ids:

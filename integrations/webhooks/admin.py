@@ -22,10 +22,10 @@ from integrations.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEvent,
-    WebhookEventType,
     WebhookSubscription,
     validate_extra_headers,
 )
+from integrations.webhooks.registry import UnknownEventKind, event_kind_get, event_kinds
 from integrations.webhooks.services import (
     delivery_replay,
     secret_rotate,
@@ -72,9 +72,21 @@ class ExtraHeadersField(forms.CharField):
         return pairs
 
 
+def event_type_choices() -> list[tuple[str, str]]:
+    """The registered kinds, read when a form is built: a kind an app adds shows up without a migration."""
+    return [(kind.name, f"{kind.name}: {kind.description}") for kind in event_kinds()]
+
+
+def event_kind_label(name: str) -> str:
+    try:
+        return event_kind_get(name).label
+    except UnknownEventKind:  # stored by a subscription, no longer published by any app
+        return name
+
+
 class WebhookSubscriptionForm(forms.ModelForm):
     event_types = forms.MultipleChoiceField(
-        choices=WebhookEventType.choices, widget=forms.CheckboxSelectMultiple, label="Event kinds"
+        choices=event_type_choices, widget=forms.CheckboxSelectMultiple, label="Event kinds"
     )
     extra_headers = ExtraHeadersField(
         required=False,
@@ -155,7 +167,7 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
 
     @admin.display(description="event kinds")
     def event_kinds(self, obj: WebhookSubscription) -> str:
-        return " ".join(kind.removeprefix("appointment.") for kind in obj.event_types)
+        return " ".join(event_kind_label(name) for name in obj.event_types)
 
     @admin.display(description="branches")
     def branch_filter(self, obj: WebhookSubscription) -> str:

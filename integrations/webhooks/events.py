@@ -1,7 +1,7 @@
 """The event publication point of the domain apps (the transactional outbox).
 
-Domain services call event_publish() inside the transaction of the change, with a plain payload built
-by the owning app's events.py. It writes the WebhookEvent row and one WebhookDelivery per matching active
+Domain services call event_publish() inside the transaction of the change, with a kind their app registered
+(integrations.webhooks.registry) and a plain payload built by the owning app. It writes the WebhookEvent row and one WebhookDelivery per matching active
 subscription in that same transaction, so nothing is published for a change that rolls back, and nothing
 committed is lost: after commit a delivery task is queued per delivery, and should the broker be down
 then, the periodic relay finds the rows (they are due at once) when it is back.
@@ -18,7 +18,8 @@ from django.db.models import Q
 
 from integrations.webhooks import clock
 from integrations.webhooks.dispatch import deliveries_enqueue
-from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookEventType, WebhookSubscription
+from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
+from integrations.webhooks.registry import event_kind_get
 
 logger = logging.getLogger("integrations.webhooks.events")
 
@@ -34,10 +35,10 @@ def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> l
 
 
 def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None = None) -> uuid.UUID:
-    """Publish `event_type` (e.g. "appointment.booked") with `payload` (the body's `data`); returns the
-    event id, which is the webhook-id of its deliveries. Call it inside the transaction of the change."""
-    if event_type not in WebhookEventType.values:
-        raise ValueError(f"Unknown event type {event_type!r}.")
+    """Publish `event_type` (a registered kind, see integrations.webhooks.registry) with `payload` (the
+    body's `data`); returns the event id, which is the webhook-id of its deliveries. Call it inside the
+    transaction of the change. Raises UnknownEventKind (a ValueError) for a kind no app registered."""
+    event_kind_get(event_type)
     return _event_write(event_type=event_type, payload=payload, branch_id=branch_id)
 
 

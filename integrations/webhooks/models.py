@@ -21,6 +21,7 @@ from django.db import models
 from clinic.crypto import decrypt, encrypt
 from clinic.models import Branch
 from integrations.webhooks import signing
+from integrations.webhooks.registry import NAME_MAX_LENGTH, event_kinds
 from integrations.webhooks.targets import TargetRefused, target_check
 
 __all__ = ["WebhookAttempt", "WebhookDelivery", "WebhookEvent", "WebhookSubscription", "validate_extra_headers"]
@@ -70,15 +71,6 @@ def validate_extra_headers(headers: dict[str, str]) -> None:
         raise ValidationError(errors)
 
 
-class WebhookEventType(models.TextChoices):
-    BOOKED = "appointment.booked"
-    RESCHEDULED = "appointment.rescheduled"
-    CANCELLED = "appointment.cancelled"
-    CHECKED_IN = "appointment.checked_in"
-    COMPLETED = "appointment.completed"
-    NO_SHOW = "appointment.no_show"
-
-
 TEST_EVENT_TYPE = "webhook.test"
 
 
@@ -89,8 +81,6 @@ class WebhookSubscription(models.Model):
     FIELD_ENCRYPTION_KEY; the admin shows the secret once and masks both afterwards.
     """
 
-    EventType = WebhookEventType
-
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -99,15 +89,17 @@ class WebhookSubscription(models.Model):
         max_length=2000,
         help_text="https, on a public address. Checked on save and again before every delivery.",
     )
+    # Wire names of registered kinds, checked in clean(), not by field choices: a domain that adds a kind
+    # needs no migration here.
     event_types = ArrayField(
-        models.CharField(max_length=40, choices=WebhookEventType.choices),
+        models.CharField(max_length=NAME_MAX_LENGTH),
         help_text="Event kinds sent to this target.",
     )
     branches = models.ManyToManyField(
         Branch,
         blank=True,
         related_name="+",
-        help_text="Only events of appointments at these branches. None selected: every branch.",
+        help_text="Only events at these branches. None selected: every branch.",
     )
     is_active = models.BooleanField("active", default=True)
     disabled_reason = models.CharField(max_length=300, blank=True)
@@ -133,11 +125,12 @@ class WebhookSubscription(models.Model):
         return self.name
 
     def clean(self) -> None:
-        unknown = sorted(set(self.event_types or []) - set(WebhookEventType.values))
+        registered = [kind.name for kind in event_kinds()]
+        unknown = sorted(set(self.event_types or []) - set(registered))
         if unknown:
             raise ValidationError({"event_types": f"Unknown event kinds: {', '.join(unknown)}."})
         chosen = set(self.event_types or [])
-        self.event_types = [kind for kind in WebhookEventType.values if kind in chosen]
+        self.event_types = [name for name in registered if name in chosen]
         self.target_url = (self.target_url or "").strip()
         try:
             target_check(self.target_url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
@@ -181,12 +174,10 @@ class WebhookSubscription(models.Model):
 class WebhookEvent(models.Model):
     """One published event (the outbox entry). Its id is the webhook-id of every delivery of it."""
 
-    Type = WebhookEventType
-
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=40, db_index=True)
     payload = models.JSONField(encoder=DjangoJSONEncoder, help_text="The body's data object.")
-    branch_ref = models.UUIDField(null=True, blank=True, help_text="Branch of the appointment (for the filter).")
+    branch_ref = models.UUIDField(null=True, blank=True, help_text="Branch the event happened at (for the filter).")
     is_test = models.BooleanField(default=False, help_text="A test event sent from the admin to one subscription.")
     created_at = models.DateTimeField(db_index=True)
 

@@ -111,15 +111,18 @@ def test_notification_settings_are_saved_from_the_admin(admin_client):
     branch = BranchFactory()
     response = admin_client.post(
         "/admin/integrations/notificationsettings/1/change/",
-        {"sms_enabled": "on", "on_booked": "on", "on_cancelled": "on", "branches": [str(branch.pk)]},
+        {
+            "sms_enabled": "on",
+            "event_kinds": ["appointment.booked", "appointment.cancelled"],
+            "branches": [str(branch.pk)],
+        },
     )
     assert response.status_code == 302
     config = NotificationSettings.load()
-    assert (config.sms_enabled, config.email_enabled, config.on_booked, config.on_rescheduled) == (
+    assert (config.sms_enabled, config.email_enabled, config.event_kinds) == (
         True,
         False,
-        True,
-        False,
+        ["appointment.booked", "appointment.cancelled"],
     )
     assert list(config.branches.all()) == [branch]
 

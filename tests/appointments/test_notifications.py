@@ -153,7 +153,7 @@ def test_only_the_enabled_channel_and_events_are_sent(
     client, writer, patient, doctor, enabled, gateway, django_capture_on_commit_callbacks
 ):
     enabled.email_enabled = False
-    enabled.on_cancelled = False
+    enabled.event_kinds = ["appointment.booked", "appointment.rescheduled"]  # cancellations switched off
     enabled.save()
     appointment = book_committed(client, writer, patient, doctor, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):

@@ -1,4 +1,6 @@
-"""python manage.py create_webhook_subscription --name N --url U --events "appointment.booked ..." [--json]"""
+"""python manage.py create_webhook_subscription --name N --url U --events "<kind> <kind> ..."|all [--json]
+
+The kinds are those the domain apps registered (integrations.webhooks.registry), read when the command runs."""
 
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clinic.models import Branch
-from integrations.webhooks.models import WebhookEventType
+from integrations.webhooks.registry import event_kinds
 from integrations.webhooks.services import subscription_create
+
+
+def _kind_names() -> list[str]:
+    return [kind.name for kind in event_kinds()]
 
 
 class Command(BaseCommand):
@@ -22,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--events",
             required=True,
-            help=f"Space-separated event kinds, or 'all': {' '.join(WebhookEventType.values)}.",
+            help=f"Space-separated event kinds, or 'all': {' '.join(_kind_names())}.",
         )
         parser.add_argument("--description", default="")
         parser.add_argument(
@@ -38,14 +44,13 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        registered = _kind_names()
         events = options["events"].split()
         if events == ["all"]:
-            events = list(WebhookEventType.values)
-        unknown = [event for event in events if event not in WebhookEventType.values]
+            events = registered
+        unknown = [event for event in events if event not in registered]
         if unknown or not events:
-            raise CommandError(
-                f"Unknown or missing event kinds {unknown}; choose from: {' '.join(WebhookEventType.values)}"
-            )
+            raise CommandError(f"Unknown or missing event kinds {unknown}; choose from: {' '.join(registered)}")
         headers: dict[str, str] = {}
         for header in options["header"]:
             name, colon, value = header.partition(":")

@@ -18,7 +18,7 @@ from clinic.devdata.scale import Timings, generate_organisation
 from patients.devdata import scale_names
 from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
-from tests.conftest import bearer
+from tests.helpers import bearer
 
 pytestmark = pytest.mark.django_db
 

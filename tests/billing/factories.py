@@ -15,8 +15,8 @@ from django.test import Client
 from billing import services
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, Payment
 from clinic.api.renderers import dumps
-from tests.conftest import bearer
 from tests.factories import DepartmentFactory
+from tests.helpers import bearer
 
 INVOICES = "/api/v1/billing/invoices"
 SUMMARY = "/api/v1/billing/summary"
@@ -90,23 +90,6 @@ def get(client: Client, token: str, url: str, params: dict[str, Any] | None = No
 def body(response: Any) -> Any:
     """The JSON body with numbers read as Decimal, so money is compared exactly (1180.50, not a float)."""
     return json.loads(response.content, parse_float=Decimal)
-
-
-def error_fields(response: Any) -> list[str]:
-    assert response.status_code == 400, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    problem = response.json()
-    assert problem["code"] == "validation_error"
-    return sorted(error["field"] for error in problem["errors"])
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    data = response.json()
-    assert (data["status"], data["code"], data["type"]) == (status, code, f"/api/v1/problems/{code}")
-    assert data["request_id"] == response["X-Request-ID"]
-    return data
 
 
 def snapshot(invoice: Invoice) -> dict[str, Any]:

@@ -20,6 +20,18 @@ from tests.helpers import bearer
 
 INVOICES = "/api/v1/billing/invoices"
 SUMMARY = "/api/v1/billing/summary"
+# Every billing operation: method, path (with {id} for an invoice), the scope it needs, a valid body.
+OPERATIONS: list[tuple[str, str, str, dict[str, Any] | None]] = [
+    ("get", "/api/v1/billing/invoices", "billing:read", None),
+    ("post", "/api/v1/billing/invoices", "billing:write", {"patient_id": "PAT-000001", "line_items": []}),
+    ("get", "/api/v1/billing/invoices/{id}", "billing:read", None),
+    ("patch", "/api/v1/billing/invoices/{id}", "billing:write", {"date": "2026-11-02"}),
+    ("post", "/api/v1/billing/invoices/{id}/finalize", "billing:write", {}),
+    ("post", "/api/v1/billing/invoices/{id}/cancel", "billing:write", {"reason": "x"}),
+    ("post", "/api/v1/billing/invoices/{id}/payments", "billing:write", {"amount": 10, "payment_mode": "cash"}),
+    ("get", "/api/v1/billing/summary", "billing:read", None),
+]
+OPERATION_IDS = [f"{method} {path}" for method, path, _, _ in OPERATIONS]
 
 
 class BillableServiceFactory(factory.django.DjangoModelFactory):

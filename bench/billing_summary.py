@@ -69,7 +69,7 @@ def generate(count: int, seed: int = 11) -> None:
     from billing.numbering import financial_year, format_invoice_number
     from billing.tax import invoice_totals, is_interstate, line_tax
     from clinic.models import Branch, Department
-    from patients.demo import bulk_insert, generate_patients
+    from patients.devdata.demo import bench_patients_build, bulk_insert
     from patients.models import Patient
 
     rng = random.Random(seed)
@@ -79,7 +79,7 @@ def generate(count: int, seed: int = 11) -> None:
     ]
     departments = [Department.objects.get_or_create(name=name)[0] for name in DEPARTMENTS]
     if Patient.objects.count() < PATIENTS:
-        bulk_insert(generate_patients(PATIENTS, branches=branches, seed=seed))
+        bulk_insert(bench_patients_build(PATIENTS, branches=branches, seed=seed))
     patients = list(Patient.objects.values_list("id", "address_state")[:PATIENTS])
     started = time.perf_counter()
     invoices: list[tuple[Any, ...]] = []

@@ -21,14 +21,16 @@ def load(count: int) -> list[tuple[str, str, str, str]]:
 
     django.setup()
     from clinic.models import Branch
-    from patients.demo import bulk_insert, generate_patients
+    from patients.devdata.demo import bench_patients_build, bulk_insert
     from patients.models import Patient
 
     if not Branch.objects.exists():
         Branch.objects.create(code="BLR", name="Bengaluru", state="Karnataka")
     missing = count - Patient.objects.count()
     if missing > 0:
-        bulk_insert(generate_patients(missing, branches=list(Branch.objects.all()), start_number=count - missing + 1))
+        bulk_insert(
+            bench_patients_build(missing, branches=list(Branch.objects.all()), start_number=count - missing + 1)
+        )
         from django.db import connection
 
         with connection.cursor() as cursor:

@@ -29,7 +29,7 @@ def setup(doctors: int) -> tuple[list[str], list[str], str]:
 
     from appointments.models import WeeklySession
     from clinic.models import Branch, Department, Doctor
-    from patients.demo import bulk_insert, generate_patients
+    from patients.devdata.demo import bench_patients_build, bulk_insert
     from patients.models import Patient
 
     branch, _ = Branch.objects.get_or_create(code="BEN", defaults={"name": "Bench", "state": "Karnataka"})
@@ -43,7 +43,7 @@ def setup(doctors: int) -> tuple[list[str], list[str], str]:
             for w in range(7)
         )
     if Patient.objects.count() < 5000:
-        bulk_insert(generate_patients(5000, branches=[branch], start_number=Patient.objects.count() + 1, seed=3))
+        bulk_insert(bench_patients_build(5000, branches=[branch], start_number=Patient.objects.count() + 1, seed=3))
     doctor_ids = [str(d) for d in Doctor.objects.filter(department=department).values_list("id", flat=True)[:doctors]]
     patient_ids = [str(p) for p in Patient.objects.values_list("id", flat=True)[:5000]]
     return doctor_ids, patient_ids, str(branch.id)

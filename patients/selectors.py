@@ -28,9 +28,6 @@ from patients.models import Diagnosis, Patient, Visit
 from patients.search import SearchFilters
 from patients.search import search as patient_search_ids
 
-MIN_SEARCH_LENGTH = 2
-MIN_PHONE_TAIL = 4
-
 
 def visible_patients(client: ApiClient) -> QuerySet[Patient]:
     """The one access chokepoint: a branch-restricted client sees patients registered at its branches."""

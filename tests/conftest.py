@@ -12,6 +12,9 @@ from django.test import Client
 
 from tests.factories import ApiClientFactory
 
+# tests/clinic/test_operation_contract.py imports bearer from here; every other module from tests.helpers.
+from tests.helpers import bearer as bearer
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _clean_redis() -> None:
@@ -40,10 +43,6 @@ def api_client_factory(db: None) -> Callable[..., Any]:
         return ApiClientFactory(allowed_scopes=scopes or ["appointments:read"], **kwargs)
 
     return make
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
 
 @pytest.fixture

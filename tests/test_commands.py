@@ -7,7 +7,6 @@ import re
 from io import StringIO
 
 import pytest
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -15,24 +14,16 @@ from django.core.management.base import CommandError
 from clinic.models import Branch, Doctor
 from integrations.clients.scopes import SCOPES
 from integrations.models import ApiClient
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer, exchange, row_counts
 
 pytestmark = pytest.mark.django_db
-
-TOKEN_URL = "/api/v1/auth/token"
 
 
 def run(*args, **options):
     out = StringIO()
     call_command(*args, stdout=out, stderr=StringIO(), **options)
     return out.getvalue()
-
-
-def exchange(client, client_id, secret, **extra):
-    return client.post(
-        TOKEN_URL, {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, **extra}
-    )
 
 
 # --- create_api_client ------------------------------------------------------------------------------
@@ -168,15 +159,11 @@ def test_create_api_client_with_an_out_of_range_token_lifetime_raises_and_create
 # --- seed_demo --------------------------------------------------------------------------------------
 
 
-def _row_counts():
-    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
-
-
 def test_seed_demo_is_idempotent():
     first = json.loads(run("seed_demo", "--json"))
-    counts = _row_counts()
+    counts = row_counts()
     second = json.loads(run("seed_demo", "--json"))
-    assert _row_counts() == counts
+    assert row_counts() == counts
     assert second == first
     assert Branch.objects.count() >= 2
     assert Doctor.objects.count() >= 3
@@ -236,10 +223,10 @@ def test_ensure_demo_access_creates_an_admin_and_a_client_with_every_scope_once(
     assert response.status_code == 200, response.content
     assert sorted(response.json()["scope"].split()) == sorted(SCOPES)
 
-    counts = _row_counts()
+    counts = row_counts()
     encoded = api_client.client_secret
     again = run("ensure_demo_access")
-    assert _row_counts() == counts
+    assert row_counts() == counts
     assert secret not in again
     assert password not in again
     assert "client_secret" not in again

@@ -14,11 +14,11 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 
 from billing.models import Invoice
-from clinic.scale import Timings, generate_organisation
-from patients import scale_names
+from clinic.devdata.scale import Timings, generate_organisation
+from patients.devdata import scale_names
+from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
-from patients.scale import generate_patients
-from tests.conftest import bearer
+from tests.helpers import bearer
 
 pytestmark = pytest.mark.django_db
 
@@ -205,7 +205,7 @@ def test_20000_generated_patients_have_diverse_single_word_names_with_common_sur
     timings = Timings()
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     organisation = generate_organisation(rng, branches=2, doctors=2, moment=moment, timings=timings)
-    generate_patients(
+    scale_patients_generate(
         rng, count=20_000, organisation=organisation, first_day=date(2024, 6, 1), today=date(2025, 6, 1),
         timings=timings,
     )  # fmt: skip

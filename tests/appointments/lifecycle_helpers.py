@@ -1,4 +1,4 @@
-"""Shared setup and assertions of the appointment lifecycle suites (reschedule, cancel, check-in, complete,
+"""Shared setup and assertions of the appointment suites (booking, reschedule, cancel, check-in, complete,
 no-show, list): one small clinic, API call helpers, a full database snapshot for "nothing changed", and a
 recorder of published events."""
 
@@ -16,33 +16,20 @@ from django.utils import timezone
 
 from appointments import events
 from appointments.models import Appointment, AppointmentChange, TokenCounter, WeeklySession
-from clinic.api.errors import PROBLEM_KINDS
 from patients.models import Visit
-from tests.conftest import bearer
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import IST, assert_problem, at, bearer, next_monday
 from tests.patients.factories import PatientFactory
 
 APPOINTMENTS = "/api/v1/appointments"
 SLOTS = "/api/v1/appointments/slots"
-IST = ZoneInfo("Asia/Kolkata")
 STATUSES = ("booked", "checked_in", "completed", "cancelled", "no_show")
 ACTIONS = ("reschedule", "cancel", "check-in", "complete", "no-show")
 WRITE_SCOPES = ["appointments:read", "appointments:write"]
 
 
-def future_monday() -> date:
-    """A Monday at least a week ahead: no cell of it or of the Tuesday after has started, and it is far
-    outside any cancellation window."""
-    earliest = timezone.localdate() + timedelta(days=7)
-    return earliest + timedelta(days=(7 - earliest.weekday()) % 7)
-
-
-DAY = future_monday()
+DAY = next_monday()
 NEXT_DAY = DAY + timedelta(days=1)
-
-
-def at(day: date, hhmm: str, zone: ZoneInfo = IST) -> datetime:
-    return datetime.combine(day, time.fromisoformat(hhmm), tzinfo=zone)
 
 
 def iso(day: date, hhmm: str) -> str:
@@ -122,6 +109,23 @@ def post_json(client: Client, token: str | None, path: str, body: Any = None, ke
     return client.post(path, json.dumps(body), content_type="application/json", **headers)
 
 
+def booking(patient: Any, doctor: Any, start: datetime, end: datetime, **extra: Any) -> dict[str, Any]:
+    """A booking body; `patient` is a Patient (referenced by business id) or a reference string."""
+    ref = patient if isinstance(patient, str) else patient.patient_id
+    return {
+        "patient_id": ref,
+        "doctor_id": str(doctor.id),
+        "slot_start": start.isoformat(),
+        "slot_end": end.isoformat(),
+        **extra,
+    }
+
+
+def post_booking(client: Client, token: str, body: Any, key: str | None = None) -> Any:
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}
+    return client.post(APPOINTMENTS, json.dumps(body), content_type="application/json", **bearer(token), **headers)
+
+
 def book(
     client: Client, token: str, patient: Any, doctor: Any, start: datetime, end: datetime, **extra: Any
 ) -> dict[str, Any]:
@@ -136,6 +140,13 @@ def book(
     response = post_json(client, token, APPOINTMENTS, body)
     assert response.status_code == 201, response.content
     return response.json()
+
+
+def book_rao(
+    client: Client, clinic: Clinic, start: str, end: str, *, day: date = DAY, patient: Any = None
+) -> dict[str, Any]:
+    """Book Dr. Rao on `day` from `start` to `end` (HH:MM, Bengaluru) for Priya unless told otherwise."""
+    return book(client, clinic.writer, patient or clinic.patient, clinic.doctor, at(day, start), at(day, end))
 
 
 def reschedule_body(start: datetime, end: datetime, **extra: Any) -> dict[str, Any]:
@@ -185,33 +196,6 @@ def get_slots(client: Client, token: str, doctor: Any, day: date, **params: Any)
 
 
 # --- Assertions ----------------------------------------------------------------------------------------
-
-
-def assert_problem(response: Any, status: int, code: str, **extra: Any) -> dict[str, Any]:
-    """An RFC 9457 problem with exactly the standard members (plus `errors` on 400, plus `extra`)."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    problem = response.json()
-    expected_keys = {"type", "title", "status", "detail", "code", "request_id"} | set(extra)
-    if status == 400:
-        expected_keys.add("errors")
-    assert set(problem) == expected_keys, problem
-    assert (problem["type"], problem["title"], problem["status"], problem["code"]) == (
-        f"/api/v1/problems/{code}",
-        PROBLEM_KINDS[code].title,
-        status,
-        code,
-    )
-    assert problem["request_id"] == response["X-Request-ID"]
-    for name, value in extra.items():
-        assert problem[name] == value, (name, problem[name])
-    return problem
-
-
-def assert_field_errors(response: Any, errors: list[dict[str, Any]]) -> None:
-    problem = assert_problem(response, 400, "validation_error")
-    assert problem["detail"] == "The request has invalid fields."
-    assert problem["errors"] == errors
 
 
 def assert_invalid_state(response: Any, status: str, action: str, allowed: str = "booked") -> None:
@@ -304,6 +288,11 @@ class NearTerm:
             start += timedelta(minutes=1)
         start += timedelta(minutes=-start.minute % 5)  # the grid runs from 06:00 in 5-minute steps
         return start, start + timedelta(minutes=5)
+
+
+def book_near(client: Client, near: NearTerm, minutes_ahead: int) -> dict[str, Any]:
+    """Book the near-term doctor's first cell starting at least `minutes_ahead` minutes from now."""
+    return book(client, near.writer, near.patient, near.doctor, *near.cell(minutes_ahead))
 
 
 def make_near_term(token_for: Any, window_minutes: int = 120) -> NearTerm:

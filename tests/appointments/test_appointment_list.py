@@ -16,17 +16,9 @@ from django.test.utils import CaptureQueriesContext
 
 from appointments.models import Appointment
 from tests.appointments.factories import AppointmentFactory
-from tests.appointments.lifecycle_helpers import (
-    APPOINTMENTS,
-    DAY,
-    NEXT_DAY,
-    assert_field_errors,
-    assert_problem,
-    at,
-    get_appointment,
-)
-from tests.conftest import bearer
+from tests.appointments.lifecycle_helpers import APPOINTMENTS, DAY, NEXT_DAY, get_appointment
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import assert_field_errors, assert_problem, at, bearer
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db

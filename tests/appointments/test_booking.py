@@ -3,9 +3,8 @@ cells), token numbers per doctor and local day, validation, scope and Idempotenc
 
 from __future__ import annotations
 
-import json
 import uuid
-from datetime import date, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -15,46 +14,21 @@ from django.utils import timezone
 
 from appointments.models import Appointment, BranchHoliday, DoctorLeave, TokenCounter, WeeklySession
 from appointments.slots import Cell, grid
-from clinic.api.errors import PROBLEM_KINDS
-from tests.conftest import bearer
+from tests.appointments.lifecycle_helpers import (
+    APPOINTMENTS,
+    DAY,
+    NEXT_DAY,
+    assert_slot_unavailable,
+    booking,
+    counters,
+    post_booking,
+    session,
+)
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import IST, assert_field_errors, assert_problem, at, bearer, next_monday
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
-
-APPOINTMENTS = "/api/v1/appointments"
-IST = ZoneInfo("Asia/Kolkata")
-
-
-def next_monday() -> date:
-    """A Monday at least a week ahead: every cell of that day is still in the future."""
-    earliest = timezone.localdate() + timedelta(days=7)
-    return earliest + timedelta(days=(7 - earliest.weekday()) % 7)
-
-
-DAY = next_monday()
-NEXT_DAY = DAY + timedelta(days=1)
-
-
-def at(day: date, hhmm: str, zone: ZoneInfo = IST) -> datetime:
-    return datetime.combine(day, time.fromisoformat(hhmm), tzinfo=zone)
-
-
-def booking(patient: Any, doctor: Any, start: datetime, end: datetime, **extra: Any) -> dict[str, Any]:
-    """A booking body; `patient` is a Patient (referenced by business id) or a reference string."""
-    ref = patient if isinstance(patient, str) else patient.patient_id
-    return {
-        "patient_id": ref,
-        "doctor_id": str(doctor.id),
-        "slot_start": start.isoformat(),
-        "slot_end": end.isoformat(),
-        **extra,
-    }
-
-
-def post_booking(client: Client, token: str, body: Any, key: str | None = None) -> Any:
-    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}
-    return client.post(APPOINTMENTS, json.dumps(body), content_type="application/json", **bearer(token), **headers)
 
 
 def book(client: Client, token: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -70,46 +44,6 @@ def db_state() -> tuple[list[Any], list[Any]]:
     )
     counters = sorted(TokenCounter.objects.values_list("doctor_id", "local_date", "last_number"))
     return appointments, counters
-
-
-def counters() -> dict[tuple[uuid.UUID, date], int]:
-    return {(c.doctor_id, c.local_date): c.last_number for c in TokenCounter.objects.all()}
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    problem = response.json()
-    expected_keys = {"type", "title", "status", "detail", "code", "request_id"} | (
-        {"errors"} if status == 400 else set()
-    )
-    assert set(problem) == expected_keys, problem
-    assert (problem["type"], problem["title"], problem["status"], problem["code"]) == (
-        f"/api/v1/problems/{code}",
-        PROBLEM_KINDS[code].title,
-        status,
-        code,
-    )
-    assert problem["request_id"] == response["X-Request-ID"]
-    return problem
-
-
-def assert_slot_unavailable(
-    response: Any, detail: str = "That interval is not a free slot of this doctor at this branch."
-) -> None:
-    assert assert_problem(response, 409, "slot_unavailable")["detail"] == detail
-
-
-def assert_field_errors(response: Any, errors: list[dict[str, Any]]) -> None:
-    problem = assert_problem(response, 400, "validation_error")
-    assert problem["detail"] == "The request has invalid fields."
-    assert problem["errors"] == errors
-
-
-def session(doctor: Any, branch: Any, weekday: int, start: str = "09:00", end: str = "13:00") -> WeeklySession:
-    return WeeklySession.objects.create(
-        doctor=doctor, branch=branch, weekday=weekday, start=time.fromisoformat(start), end=time.fromisoformat(end)
-    )
 
 
 @pytest.fixture

@@ -3,87 +3,27 @@ and token numbers stay gap-free when some booking transactions roll back."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
+from datetime import timedelta
+from functools import partial
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
 from django.test import Client
-from django.utils import timezone
 
 from appointments import events
 from appointments.models import Appointment, TokenCounter, WeeklySession
-from tests.conftest import bearer
+from tests.appointments.lifecycle_helpers import DAY, NEXT_DAY, booking, post_booking, session
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import at, send_all_at_once
 from tests.patients.factories import PatientFactory
 
-APPOINTMENTS = "/api/v1/appointments"
-IST = ZoneInfo("Asia/Kolkata")
 ROLLBACK_MARKER = "[force-rollback]"
-
-
-def next_monday() -> date:
-    earliest = timezone.localdate() + timedelta(days=7)
-    return earliest + timedelta(days=(7 - earliest.weekday()) % 7)
-
-
-DAY = next_monday()
-NEXT_DAY = DAY + timedelta(days=1)
-
-
-def at(day: date, hhmm: str) -> datetime:
-    return datetime.combine(day, time.fromisoformat(hhmm), tzinfo=IST)
-
-
-def booking(patient: Any, doctor: Any, start: datetime, end: datetime, **extra: Any) -> dict[str, Any]:
-    return {
-        "patient_id": patient.patient_id,
-        "doctor_id": str(doctor.id),
-        "slot_start": start.isoformat(),
-        "slot_end": end.isoformat(),
-        **extra,
-    }
-
-
-def post_booking(client: Client, token: str, body: dict[str, Any]) -> Any:
-    return client.post(APPOINTMENTS, json.dumps(body), content_type="application/json", **bearer(token))
-
-
-def session(doctor: Any, branch: Any, weekday: int, start: str, end: str) -> WeeklySession:
-    return WeeklySession.objects.create(
-        doctor=doctor, branch=branch, weekday=weekday, start=time.fromisoformat(start), end=time.fromisoformat(end)
-    )
 
 
 def post_all_at_once(token: str, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     """POST every body from its own thread and Client, released together; (status, json) per body, in order."""
-    barrier = threading.Barrier(len(bodies))
-    results: list[tuple[int, dict[str, Any]] | None] = [None] * len(bodies)
-    errors: list[BaseException] = []
-
-    def run(index: int, body: dict[str, Any]) -> None:
-        try:
-            http = Client()
-            barrier.wait(timeout=30)
-            response = post_booking(http, token, body)
-            results[index] = (response.status_code, response.json())
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=run, args=(i, body)) for i, body in enumerate(bodies)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert not errors, errors
-    assert all(result is not None for result in results)
-    return results  # type: ignore[return-value]
+    return send_all_at_once([partial(post_booking, token=token, body=body) for body in bodies])
 
 
 @pytest.fixture

@@ -19,11 +19,10 @@ from tests.appointments.lifecycle_helpers import (
     Clinic,
     EventRecorder,
     NearTerm,
-    assert_field_errors,
     assert_invalid_state,
-    assert_problem,
-    at,
     book,
+    book_near,
+    book_rao,
     counters,
     delete_appointment,
     get_appointment,
@@ -35,6 +34,7 @@ from tests.appointments.lifecycle_helpers import (
     make_near_term,
     snapshot,
 )
+from tests.helpers import assert_field_errors, assert_problem, at
 
 pytestmark = pytest.mark.django_db
 
@@ -57,15 +57,6 @@ def near(token_for) -> NearTerm:
 @pytest.fixture
 def published(monkeypatch) -> EventRecorder:
     return EventRecorder(monkeypatch)
-
-
-def book_rao(client: Any, clinic: Clinic, start: str, end: str, patient: Any = None) -> dict[str, Any]:
-    return book(client, clinic.writer, patient or clinic.patient, clinic.doctor, at(DAY, start), at(DAY, end))
-
-
-def book_near(client: Any, near: NearTerm, minutes_ahead: int) -> dict[str, Any]:
-    start, end = near.cell(minutes_ahead)
-    return book(client, near.writer, near.patient, near.doctor, start, end)
 
 
 def cancellable_until(body: dict[str, Any], window_minutes: int = 120) -> str:

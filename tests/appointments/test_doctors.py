@@ -2,48 +2,19 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from clinic.api.errors import PROBLEM_KINDS
-from tests.conftest import bearer
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import assert_problem, bearer, parse_links
 
 pytestmark = pytest.mark.django_db
 
 DOCTORS = "/api/v1/doctors"
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert set(body) == {"type", "title", "status", "detail", "code", "request_id"} | (
-        {"errors"} if status == 400 else set()
-    )
-    assert body["type"] == f"/api/v1/problems/{code}"
-    assert body["title"] == PROBLEM_KINDS[code].title
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["request_id"] == response["X-Request-ID"]
-    return body
-
-
-def parse_links(header: str) -> dict[str, dict[str, list[str]]]:
-    links = {}
-    for part in header.split(", "):
-        match = re.fullmatch(r'<([^>]+)>; rel="(\w+)"', part)
-        assert match, header
-        url = urlsplit(match.group(1))
-        assert (url.scheme, url.netloc, url.path) == ("http", "testserver", DOCTORS)
-        links[match.group(2)] = parse_qs(url.query)
-    return links
 
 
 @pytest.fixture
@@ -72,7 +43,7 @@ def test_list_returns_bare_array_of_doctors_ordered_by_name_with_pagination_head
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     assert response["X-Total-Count"] == "3"
-    assert parse_links(response["Link"]) == {
+    assert parse_links(response["Link"], DOCTORS) == {
         "first": {"page": ["1"], "per_page": ["20"]},
         "last": {"page": ["1"], "per_page": ["20"]},
     }
@@ -105,7 +76,7 @@ def test_the_list_is_paginated_with_links(client, reader):
 
     assert names(response) == ["Dr. C", "Dr. D"]
     assert response["X-Total-Count"] == "5"
-    assert parse_links(response["Link"]) == {
+    assert parse_links(response["Link"], DOCTORS) == {
         "first": {"page": ["1"], "per_page": ["2"]},
         "prev": {"page": ["1"], "per_page": ["2"]},
         "next": {"page": ["3"], "per_page": ["2"]},

@@ -22,9 +22,7 @@ from tests.appointments.lifecycle_helpers import (
     STATUSES,
     Clinic,
     EventRecorder,
-    assert_field_errors,
     assert_invalid_state,
-    assert_problem,
     book,
     get_appointment,
     get_slots,
@@ -38,9 +36,9 @@ from tests.appointments.lifecycle_helpers import (
     snapshot,
     start_now,
 )
-from tests.appointments.lifecycle_helpers import at as ist_at
-from tests.conftest import bearer
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import assert_field_errors, assert_problem, bearer
+from tests.helpers import at as ist_at
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db

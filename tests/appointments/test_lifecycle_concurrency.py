@@ -22,8 +22,8 @@ from tests.appointments.lifecycle_helpers import (
     NEXT_DAY,
     Clinic,
     EventRecorder,
-    at,
     book,
+    book_rao,
     delete_appointment,
     make_clinic,
     make_near_term,
@@ -33,39 +33,12 @@ from tests.appointments.lifecycle_helpers import (
     reschedule_body,
     start_now,
 )
+from tests.helpers import at, send_all_at_once
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 Request = Callable[[Client], Any]
-
-
-def all_at_once(requests: list[Request]) -> list[tuple[int, dict[str, Any]]]:
-    """Run every request from its own thread and Client, released together by a barrier; (status, json)
-    per request, in order. Each thread closes its database connection."""
-    barrier = threading.Barrier(len(requests))
-    results: list[tuple[int, dict[str, Any]] | None] = [None] * len(requests)
-    errors: list[BaseException] = []
-
-    def run(index: int, request: Request) -> None:
-        try:
-            http = Client()
-            barrier.wait(timeout=30)
-            response = request(http)
-            results[index] = (response.status_code, response.json())
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=run, args=(i, request)) for i, request in enumerate(requests)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert not errors, errors
-    assert all(result is not None for result in results)
-    return results  # type: ignore[return-value]
 
 
 @pytest.fixture
@@ -77,10 +50,6 @@ def clinic(token_for) -> Clinic:
 @pytest.fixture
 def published(monkeypatch) -> EventRecorder:
     return EventRecorder(monkeypatch)
-
-
-def book_rao(clinic: Clinic, start: str, end: str, patient: Any = None, day=DAY) -> dict[str, Any]:
-    return book(Client(), clinic.writer, patient or clinic.patient, clinic.doctor, at(day, start), at(day, end))
 
 
 def cancel(clinic: Clinic, appointment_id: str) -> Request:
@@ -107,10 +76,10 @@ def assert_one_winner(results: list[tuple[int, dict[str, Any]]], loser_code: str
 
 
 def test_ten_concurrent_cancels_yield_one_200_and_nine_409_and_one_version_step(clinic, published):
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     published.clear()
 
-    results = all_at_once([cancel(clinic, appointment["appointment_id"]) for _ in range(10)])
+    results = send_all_at_once([cancel(clinic, appointment["appointment_id"]) for _ in range(10)])
 
     winner = assert_one_winner(results, "invalid_state")
     assert (winner["status"], winner["version"]) == ("cancelled", 2)
@@ -125,11 +94,11 @@ def test_ten_concurrent_cancels_yield_one_200_and_nine_409_and_one_version_step(
 
 
 def test_ten_concurrent_check_ins_yield_one_200(clinic, published):
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     start_now(appointment["appointment_id"])  # check-in only on the appointment's day
     published.clear()
 
-    results = all_at_once([action(clinic, appointment["appointment_id"], "check-in") for _ in range(10)])
+    results = send_all_at_once([action(clinic, appointment["appointment_id"], "check-in") for _ in range(10)])
 
     winner = assert_one_winner(results, "invalid_state")
     row = Appointment.objects.get()
@@ -141,12 +110,12 @@ def test_ten_concurrent_check_ins_yield_one_200(clinic, published):
 
 
 def test_ten_concurrent_completes_add_exactly_one_visit(clinic, published):
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     start_now(appointment["appointment_id"])  # check-in only on the appointment's day
     assert post_action(Client(), clinic.writer, appointment["appointment_id"], "check-in").status_code == 200
     published.clear()
 
-    results = all_at_once([action(clinic, appointment["appointment_id"], "complete") for _ in range(10)])
+    results = send_all_at_once([action(clinic, appointment["appointment_id"], "complete") for _ in range(10)])
 
     winner = assert_one_winner(results, "invalid_state")
     row = Appointment.objects.get()
@@ -168,18 +137,20 @@ def test_racing_cancel_and_check_in_of_an_appointment_later_today_apply_exactly_
     appointment_id = appointment["appointment_id"]
     published.clear()
 
-    results = all_at_once([cancel(near, appointment_id), action(near, appointment_id, "check-in")] * 4)
+    results = send_all_at_once([cancel(near, appointment_id), action(near, appointment_id, "check-in")] * 4)
 
     assert_one_changed(results, published, {"cancelled", "checked_in"})
 
 
 def test_racing_check_in_and_no_show_of_a_started_appointment_apply_exactly_one(clinic, published):
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     appointment_id = appointment["appointment_id"]
     start_now(appointment_id)  # started a minute ago: both check-in and no-show are allowed
     published.clear()
 
-    results = all_at_once([action(clinic, appointment_id, "check-in"), action(clinic, appointment_id, "no-show")] * 4)
+    results = send_all_at_once(
+        [action(clinic, appointment_id, "check-in"), action(clinic, appointment_id, "no-show")] * 4
+    )
 
     assert_one_changed(results, published, {"checked_in", "no_show"})
 
@@ -197,9 +168,9 @@ def assert_one_changed(results: list[tuple[int, dict[str, Any]]], published: Eve
 def test_after_a_reschedule_wins_the_race_the_others_see_its_result(clinic):
     """Reschedules run first under the row lock: two identical ones give one 200 and one 400 (already at
     that time), never two moves."""
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
 
-    results = all_at_once([move(clinic, appointment["appointment_id"], "11:00", "11:15") for _ in range(6)])
+    results = send_all_at_once([move(clinic, appointment["appointment_id"], "11:00", "11:15") for _ in range(6)])
 
     statuses = sorted(status for status, _ in results)
     assert statuses == [200] + [400] * 5
@@ -212,11 +183,11 @@ def test_after_a_reschedule_wins_the_race_the_others_see_its_result(clinic):
 
 @pytest.mark.parametrize("round_", range(5))
 def test_two_concurrent_reschedules_into_one_free_cell_yield_one_200_and_one_409(clinic, published, round_):
-    first = book_rao(clinic, "09:00", "09:15")
-    second = book_rao(clinic, "09:15", "09:30", patient=clinic.other_patient)
+    first = book_rao(Client(), clinic, "09:00", "09:15")
+    second = book_rao(Client(), clinic, "09:15", "09:30", patient=clinic.other_patient)
     published.clear()
 
-    results = all_at_once(
+    results = send_all_at_once(
         [
             move(clinic, first["appointment_id"], "11:00", "11:15"),
             move(clinic, second["appointment_id"], "11:00", "11:15"),
@@ -250,7 +221,7 @@ def test_eight_concurrent_reschedules_into_one_cell_move_exactly_one(clinic):
         for start in starts
     ]
 
-    results = all_at_once([move(clinic, a["appointment_id"], "12:00", "12:15") for a in appointments])
+    results = send_all_at_once([move(clinic, a["appointment_id"], "12:00", "12:15") for a in appointments])
 
     assert_one_winner(results, "slot_unavailable")
     assert Appointment.objects.filter(slot_start=at(DAY, "12:00")).count() == 1
@@ -261,21 +232,23 @@ def test_concurrent_reschedules_to_another_day_take_one_token_there(clinic):
     """The winner takes NEXT_DAY's token 1; the losers' increments roll back, so the next booking that day
     gets 2 (no gap)."""
     appointments = [
-        book_rao(clinic, start, end, patient=PatientFactory(registration_branch=clinic.branch))
+        book_rao(Client(), clinic, start, end, patient=PatientFactory(registration_branch=clinic.branch))
         for start, end in [("09:00", "09:15"), ("09:15", "09:30"), ("09:30", "09:45"), ("09:45", "10:00")]
     ]
 
-    results = all_at_once([move(clinic, a["appointment_id"], "10:00", "10:15", day=NEXT_DAY) for a in appointments])
+    results = send_all_at_once(
+        [move(clinic, a["appointment_id"], "10:00", "10:15", day=NEXT_DAY) for a in appointments]
+    )
 
     winner = assert_one_winner(results, "slot_unavailable")
     assert winner["token_number"] == 1
     counter = TokenCounter.objects.get(doctor=clinic.doctor, local_date=NEXT_DAY)
     assert counter.last_number == 1
-    assert book_rao(clinic, "11:00", "11:15", day=NEXT_DAY)["token_number"] == 2
+    assert book_rao(Client(), clinic, "11:00", "11:15", day=NEXT_DAY)["token_number"] == 2
 
 
 def test_a_reschedule_racing_a_booking_for_the_same_cell_lets_one_through(clinic):
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     newcomer = PatientFactory(registration_branch=clinic.branch)
     booking = {
         "patient_id": newcomer.patient_id,
@@ -284,7 +257,7 @@ def test_a_reschedule_racing_a_booking_for_the_same_cell_lets_one_through(clinic
         "slot_end": at(DAY, "11:15").isoformat(),
     }
 
-    results = all_at_once(
+    results = send_all_at_once(
         [
             move(clinic, appointment["appointment_id"], "11:00", "11:15"),
             lambda http: post_json(http, clinic.writer, "/api/v1/appointments", booking),
@@ -300,7 +273,7 @@ def test_a_reschedule_racing_a_booking_for_the_same_cell_lets_one_through(clinic
 
 def test_a_cancel_racing_a_booking_of_its_cell_never_double_books(clinic):
     """The booking may see the cell still taken (409) or already free (201); never two active rows."""
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     booking = {
         "patient_id": clinic.other_patient.patient_id,
         "doctor_id": str(clinic.doctor.id),
@@ -308,7 +281,7 @@ def test_a_cancel_racing_a_booking_of_its_cell_never_double_books(clinic):
         "slot_end": at(DAY, "09:15").isoformat(),
     }
 
-    results = all_at_once(
+    results = send_all_at_once(
         [
             cancel(clinic, appointment["appointment_id"]),
             lambda http: post_json(http, clinic.writer, "/api/v1/appointments", booking),
@@ -329,7 +302,7 @@ def test_a_reschedule_waits_for_a_booking_in_flight_on_its_target_day(clinic):
     and day run one at a time). A reschedule into that day must queue behind it too, then see the booking
     and answer 409. Left to the exclusion constraint alone, writes racing into one interval are resolved
     by PostgreSQL's deadlock detector: a 500 after a one-second stall instead of a 409."""
-    appointment = book_rao(clinic, "09:00", "09:15")
+    appointment = book_rao(Client(), clinic, "09:00", "09:15")
     settings = connection.settings_dict
     booking_in_flight = psycopg.connect(
         host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
@@ -393,7 +366,7 @@ def test_one_patient_booked_with_two_doctors_at_the_same_time_at_once_gets_one_2
             }
             for doctor in (clinic.doctor, clinic.other_doctor)
         ]
-        results = all_at_once(
+        results = send_all_at_once(
             [lambda http, body=body: post_json(http, clinic.writer, "/api/v1/appointments", body) for body in bodies]
         )
         assert sorted(status for status, _ in results) == [201, 409], results

@@ -21,8 +21,8 @@ from clinic.celery import app as celery_app
 from integrations.models import NotificationAttempt, NotificationSettings
 from tests.appointments.lifecycle_helpers import start_now
 from tests.appointments.test_booking import DAY, at, book, booking, branch, doctor, post_booking, writer
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer
 
 pytestmark = pytest.mark.django_db
 __all__ = ["branch", "doctor", "writer"]  # fixtures shared with the booking tests

@@ -14,15 +14,12 @@ from django.utils import timezone
 from appointments.models import Appointment, AppointmentChange, DoctorLeave
 from tests.appointments.lifecycle_helpers import (
     DAY,
-    IST,
     NEXT_DAY,
     Clinic,
     EventRecorder,
-    assert_field_errors,
-    assert_problem,
     assert_slot_unavailable,
-    at,
     book,
+    book_rao,
     counters,
     delete_appointment,
     get_appointment,
@@ -36,6 +33,7 @@ from tests.appointments.lifecycle_helpers import (
     snapshot,
 )
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import IST, assert_field_errors, assert_problem, at
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,11 +49,6 @@ def clinic(token_for) -> Clinic:
 @pytest.fixture
 def published(monkeypatch) -> EventRecorder:
     return EventRecorder(monkeypatch)
-
-
-def book_rao(client: Any, clinic: Clinic, start: str, end: str, day=DAY, patient: Any = None) -> dict[str, Any]:
-    """Book Dr. Rao on `day` from `start` to `end` (HH:MM, Bengaluru) for Priya unless told otherwise."""
-    return book(client, clinic.writer, patient or clinic.patient, clinic.doctor, at(day, start), at(day, end))
 
 
 def move(client: Any, clinic: Clinic, appointment: dict[str, Any], start: str, end: str, day=DAY, **extra) -> Any:

@@ -10,17 +10,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
-from tests.conftest import bearer
+from tests.appointments.lifecycle_helpers import session
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import bearer, next_weekday
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
 SLOTS = "/api/v1/appointments/slots"
-
-
-def next_weekday(weekday: int, after_days: int = 7) -> date:
-    day = timezone.localdate() + timedelta(days=after_days)
-    return day + timedelta(days=(weekday - day.weekday()) % 7)
 
 
 @pytest.fixture
@@ -38,16 +34,6 @@ def reader(token_for):
     return token_for(["appointments:read"])
 
 
-def session(doctor, branch, day: date, start: str, end: str) -> WeeklySession:
-    return WeeklySession.objects.create(
-        doctor=doctor,
-        branch=branch,
-        weekday=day.weekday(),
-        start=time.fromisoformat(start),
-        end=time.fromisoformat(end),
-    )
-
-
 def slots(client, token, doctor, day: date, **params):
     return client.get(SLOTS, {"doctor_id": str(doctor.id), "date": day.isoformat(), **params}, **bearer(token))
 
@@ -59,8 +45,8 @@ def starts(response) -> list[str]:
 
 def test_cells_start_at_each_session_start_and_carry_the_branch_offset(client, reader, doctor, blr):
     day = next_weekday(0)
-    session(doctor, blr, day, "09:00", "10:00")
-    session(doctor, blr, day, "14:00", "14:30")
+    session(doctor, blr, day.weekday(), "09:00", "10:00")
+    session(doctor, blr, day.weekday(), "14:00", "14:30")
 
     response = slots(client, reader, doctor, day)
 
@@ -74,15 +60,15 @@ def test_cells_start_at_each_session_start_and_carry_the_branch_offset(client, r
 
 def test_a_session_that_does_not_divide_evenly_drops_the_short_remainder(client, reader, doctor, blr):
     day = next_weekday(1)
-    session(doctor, blr, day, "09:00", "10:10")
+    session(doctor, blr, day.weekday(), "09:00", "10:10")
 
     assert starts(slots(client, reader, doctor, day, duration=30)) == [f"{day}T09:00:00+05:30", f"{day}T09:30:00+05:30"]
 
 
 def test_leave_and_holidays_remove_the_whole_day(client, reader, doctor, blr):
     leave_day, holiday = next_weekday(2), next_weekday(3)
-    session(doctor, blr, leave_day, "09:00", "10:00")
-    session(doctor, blr, holiday, "09:00", "10:00")
+    session(doctor, blr, leave_day.weekday(), "09:00", "10:00")
+    session(doctor, blr, holiday.weekday(), "09:00", "10:00")
     DoctorLeave.objects.create(doctor=doctor, start_date=leave_day - timedelta(days=1), end_date=leave_day)
     BranchHoliday.objects.create(branch=blr, date=holiday, name="Festival")
 
@@ -95,8 +81,8 @@ def test_a_doctor_at_two_branches_needs_branch_id_and_gets_that_branchs_sessions
     mum = BranchFactory(code="MUM", state="Maharashtra")
     doctor = DoctorFactory(branches=[blr, mum], default_slot_minutes=30)
     day = next_weekday(4)
-    session(doctor, blr, day, "09:00", "10:00")
-    session(doctor, mum, day, "14:00", "15:00")
+    session(doctor, blr, day.weekday(), "09:00", "10:00")
+    session(doctor, mum, day.weekday(), "14:00", "15:00")
 
     missing = slots(client, reader, doctor, day)
     at_mum = slots(client, reader, doctor, day, branch_id=str(mum.id))
@@ -108,7 +94,7 @@ def test_a_doctor_at_two_branches_needs_branch_id_and_gets_that_branchs_sessions
 
 def test_booked_cells_at_any_branch_are_removed_but_cancelled_ones_are_not(client, reader, doctor, blr):
     day = next_weekday(0, after_days=14)
-    session(doctor, blr, day, "09:00", "10:00")
+    session(doctor, blr, day.weekday(), "09:00", "10:00")
     zone = ZoneInfo("Asia/Kolkata")
 
     def appointment(start: str, status: str, token: int) -> None:
@@ -132,7 +118,7 @@ def test_a_branch_in_another_time_zone_uses_its_own_day_and_offset(client, reade
     tokyo = BranchFactory(code="TYO", time_zone="Asia/Tokyo")
     doctor = DoctorFactory(branches=[tokyo], default_slot_minutes=60)
     day = next_weekday(5)
-    session(doctor, tokyo, day, "00:00", "02:00")
+    session(doctor, tokyo, day.weekday(), "00:00", "02:00")
 
     response = slots(client, reader, doctor, day)
 
@@ -144,7 +130,7 @@ def test_a_branch_in_another_time_zone_uses_its_own_day_and_offset(client, reade
 
 def test_cells_already_started_today_are_removed(client, token_for, doctor, blr, monkeypatch):
     today = timezone.localdate()
-    session(doctor, blr, today, "09:00", "10:00")
+    session(doctor, blr, today.weekday(), "09:00", "10:00")
     zone = ZoneInfo("Asia/Kolkata")
     # django.utils.timezone.now is patched for every caller, so the token is issued on the same clock.
     monkeypatch.setattr("appointments.slots.timezone.now", lambda: datetime.combine(today, time(9, 20), tzinfo=zone))
@@ -181,12 +167,12 @@ def test_an_unknown_doctor_is_404(client, reader):
 
 def test_overlapping_sessions_of_one_doctor_are_refused_by_the_database(doctor, blr):
     day = next_weekday(0)
-    session(doctor, blr, day, "09:00", "12:00")
+    session(doctor, blr, day.weekday(), "09:00", "12:00")
     other = BranchFactory(code="HYD", state="Telangana")
     doctor.branches.add(other)
 
     with pytest.raises(IntegrityError), transaction.atomic():
-        session(doctor, other, day, "11:00", "13:00")
-    session(doctor, blr, day, "12:00", "13:00")  # adjacent is fine
+        session(doctor, other, day.weekday(), "11:00", "13:00")
+    session(doctor, blr, day.weekday(), "12:00", "13:00")  # adjacent is fine
 
     assert WeeklySession.objects.filter(doctor=doctor).count() == 2

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from appointments.models import Appointment
 from appointments.slots import Cell, free_cells, is_free_cell
-from clinic.api.errors import PROBLEM_KINDS
 from tests.appointments.factories import (
     AppointmentFactory,
     BranchHolidayFactory,
@@ -21,8 +20,8 @@ from tests.appointments.factories import (
     at,
     future_monday,
 )
-from tests.conftest import bearer
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import assert_problem, bearer, error_codes, weekday_on_or_after
 
 pytestmark = pytest.mark.django_db
 
@@ -50,10 +49,6 @@ def cells(day: date, offset: str, pairs: list[tuple[str, str]]) -> list[dict[str
     return [{"start_time": f"{day}T{s}:00{offset}", "end_time": f"{day}T{e}:00{offset}"} for s, e in pairs]
 
 
-def next_weekday(start: date, weekday: int) -> date:
-    return start + timedelta(days=(weekday - start.weekday()) % 7)
-
-
 def get_slots(client: Any, token: str, **params: Any) -> Any:
     return client.get(SLOTS, params, **bearer(token))
 
@@ -64,26 +59,6 @@ def ok(response: Any) -> list[dict[str, str]]:
     body = response.json()
     assert response["X-Total-Count"] == str(len(body))
     return body
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert set(body) == {"type", "title", "status", "detail", "code", "request_id"} | (
-        {"errors"} if status == 400 else set()
-    )
-    assert body["type"] == f"/api/v1/problems/{code}"
-    assert body["title"] == PROBLEM_KINDS[code].title
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["request_id"] == response["X-Request-ID"]
-    return body
-
-
-def error_fields(response: Any) -> list[tuple[str, str]]:
-    body = assert_problem(response, 400, "validation_error")
-    return [(error["field"], error["code"]) for error in body["errors"]]
 
 
 @pytest.fixture
@@ -335,7 +310,7 @@ def test_a_branch_the_doctor_does_not_work_at_is_400_naming_branch_id(client, re
 def test_a_malformed_branch_id_is_400_naming_it(client, reader, doctor, monday):
     response = get_slots(client, reader, doctor_id=doctor.id, date=monday, branch_id="BLR")
 
-    assert error_fields(response) == [("branch_id", "invalid")]
+    assert error_codes(response) == [("branch_id", "invalid")]
 
 
 def test_a_closed_branch_of_the_doctor_is_not_counted(client, reader, doctor, blr, monday):
@@ -346,7 +321,7 @@ def test_a_closed_branch_of_the_doctor_is_not_counted(client, reader, doctor, bl
         monday, IST, every("09:00", "12:00", 15)
     )
     response = get_slots(client, reader, doctor_id=doctor.id, date=monday, branch_id=closed.id)
-    assert error_fields(response) == [("branch_id", "invalid")]
+    assert error_codes(response) == [("branch_id", "invalid")]
 
 
 def test_a_restricted_client_needs_no_branch_id_for_a_doctor_with_one_visible_branch(
@@ -358,7 +333,7 @@ def test_a_restricted_client_needs_no_branch_id_for_a_doctor_with_one_visible_br
 
     assert ok(response) == cells(monday, IST, every("14:00", "16:00", 30))
     hidden = get_slots(client, token, doctor_id=two_branch_doctor.id, date=monday, branch_id=blr.id)
-    assert error_fields(hidden) == [("branch_id", "invalid")]
+    assert error_codes(hidden) == [("branch_id", "invalid")]
 
 
 def test_a_restricted_client_gets_404_for_a_doctor_only_at_other_branches(client, token_for, doctor, mum, monday):
@@ -546,7 +521,7 @@ def test_a_new_york_branch_gives_times_with_its_offset_of_that_date(client, read
     doctor = DoctorFactory(branches=[new_york], default_slot_minutes=30)
     # Monday evening in New York is Tuesday in India and in UTC.
     WeeklySessionFactory(doctor=doctor, branch=new_york, weekday=0, start=time(20), end=time(21))
-    day = next_weekday(date(timezone.localdate().year + 1, month, 1), 0)
+    day = weekday_on_or_after(date(timezone.localdate().year + 1, month, 1), 0)
 
     monday_slots = ok(get_slots(client, reader, doctor_id=doctor.id, date=day))
     tuesday_slots = ok(get_slots(client, reader, doctor_id=doctor.id, date=day + timedelta(days=1)))
@@ -577,7 +552,7 @@ def test_on_the_spring_forward_day_cells_are_real_durations_and_never_repeat(cli
     doctor = DoctorFactory(branches=[new_york], default_slot_minutes=30)
     WeeklySessionFactory(doctor=doctor, branch=new_york, weekday=6, start=time(1), end=time(4))
     # The second Sunday of March: 02:00 local jumps to 03:00, so 01:00-04:00 lasts two hours.
-    day = next_weekday(date(timezone.localdate().year + 1, 3, 1), 6) + timedelta(weeks=1)
+    day = weekday_on_or_after(date(timezone.localdate().year + 1, 3, 1), 6) + timedelta(weeks=1)
 
     body = ok(get_slots(client, reader, doctor_id=doctor.id, date=day))
 
@@ -594,7 +569,7 @@ def test_on_the_fall_back_day_cells_are_real_durations(client, reader):
     doctor = DoctorFactory(branches=[new_york], default_slot_minutes=60)
     WeeklySessionFactory(doctor=doctor, branch=new_york, weekday=6, start=time(0), end=time(3))
     # The first Sunday of November: 02:00 local falls back to 01:00, so 00:00-03:00 lasts four hours.
-    day = next_weekday(date(timezone.localdate().year + 1, 11, 1), 6)
+    day = weekday_on_or_after(date(timezone.localdate().year + 1, 11, 1), 6)
 
     body = ok(get_slots(client, reader, doctor_id=doctor.id, date=day))
 
@@ -643,26 +618,26 @@ def test_doctor_id_and_date_are_required(client, reader):
 
 
 def test_a_missing_date_is_400_naming_date(client, reader, doctor):
-    assert error_fields(client.get(SLOTS, {"doctor_id": doctor.id}, **bearer(reader))) == [("date", "required")]
+    assert error_codes(client.get(SLOTS, {"doctor_id": doctor.id}, **bearer(reader))) == [("date", "required")]
 
 
 def test_a_missing_doctor_id_is_400_naming_doctor_id(client, reader, monday):
     response = client.get(SLOTS, {"date": monday}, **bearer(reader))
 
-    assert error_fields(response) == [("doctor_id", "required")]
+    assert error_codes(response) == [("doctor_id", "required")]
 
 
 def test_a_malformed_doctor_id_and_date_are_400_naming_both(client, reader):
     response = get_slots(client, reader, doctor_id="abc", date="2026-13-40")
 
-    assert error_fields(response) == [("doctor_id", "invalid"), ("date", "invalid")]
+    assert error_codes(response) == [("doctor_id", "invalid"), ("date", "invalid")]
 
 
 @pytest.mark.parametrize("value", ["23-11-2026", "2026-02-30", "tomorrow", "2026-11-23T09:00:00+05:30"])
 def test_a_malformed_date_is_400_naming_date(client, reader, doctor, value):
     response = get_slots(client, reader, doctor_id=doctor.id, date=value)
 
-    assert error_fields(response) == [("date", "invalid")]
+    assert error_codes(response) == [("date", "invalid")]
 
 
 @pytest.mark.parametrize(
@@ -672,13 +647,13 @@ def test_a_malformed_date_is_400_naming_date(client, reader, doctor, value):
 def test_a_duration_out_of_range_or_not_a_number_is_400_naming_duration(client, reader, doctor, monday, value, code):
     response = get_slots(client, reader, doctor_id=doctor.id, date=monday, duration=value)
 
-    assert error_fields(response) == [("duration", code)]
+    assert error_codes(response) == [("duration", code)]
 
 
 def test_every_bad_parameter_is_named_at_once(client, reader):
     response = get_slots(client, reader, doctor_id="abc", date="x", branch_id="y", duration="0")
 
-    assert error_fields(response) == [
+    assert error_codes(response) == [
         ("doctor_id", "invalid"),
         ("date", "invalid"),
         ("branch_id", "invalid"),

@@ -16,8 +16,7 @@ from tests.appointments.lifecycle_helpers import (
     EventRecorder,
     NearTerm,
     assert_invalid_state,
-    assert_problem,
-    book,
+    book_near,
     delete_appointment,
     get_appointment,
     get_slots,
@@ -28,6 +27,7 @@ from tests.appointments.lifecycle_helpers import (
     session,
     snapshot,
 )
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -62,10 +62,6 @@ def today(near: NearTerm) -> date:
 
 def local_at(near: NearTerm, day: date, hhmm: str) -> datetime:
     return datetime.combine(day, time.fromisoformat(hhmm), tzinfo=near.branch.zone)
-
-
-def book_near(client: Any, near: NearTerm, minutes_ahead: int) -> dict[str, Any]:
-    return book(client, near.writer, near.patient, near.doctor, *near.cell(minutes_ahead))
 
 
 def written(near: NearTerm, start: datetime, minutes: int = 15) -> Appointment:

@@ -15,11 +15,23 @@ from django.test import Client
 from billing import services
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, Payment
 from clinic.api.renderers import dumps
-from tests.conftest import bearer
 from tests.factories import DepartmentFactory
+from tests.helpers import bearer
 
 INVOICES = "/api/v1/billing/invoices"
 SUMMARY = "/api/v1/billing/summary"
+# Every billing operation: method, path (with {id} for an invoice), the scope it needs, a valid body.
+OPERATIONS: list[tuple[str, str, str, dict[str, Any] | None]] = [
+    ("get", "/api/v1/billing/invoices", "billing:read", None),
+    ("post", "/api/v1/billing/invoices", "billing:write", {"patient_id": "PAT-000001", "line_items": []}),
+    ("get", "/api/v1/billing/invoices/{id}", "billing:read", None),
+    ("patch", "/api/v1/billing/invoices/{id}", "billing:write", {"date": "2026-11-02"}),
+    ("post", "/api/v1/billing/invoices/{id}/finalize", "billing:write", {}),
+    ("post", "/api/v1/billing/invoices/{id}/cancel", "billing:write", {"reason": "x"}),
+    ("post", "/api/v1/billing/invoices/{id}/payments", "billing:write", {"amount": 10, "payment_mode": "cash"}),
+    ("get", "/api/v1/billing/summary", "billing:read", None),
+]
+OPERATION_IDS = [f"{method} {path}" for method, path, _, _ in OPERATIONS]
 
 
 class BillableServiceFactory(factory.django.DjangoModelFactory):
@@ -90,23 +102,6 @@ def get(client: Client, token: str, url: str, params: dict[str, Any] | None = No
 def body(response: Any) -> Any:
     """The JSON body with numbers read as Decimal, so money is compared exactly (1180.50, not a float)."""
     return json.loads(response.content, parse_float=Decimal)
-
-
-def error_fields(response: Any) -> list[str]:
-    assert response.status_code == 400, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    problem = response.json()
-    assert problem["code"] == "validation_error"
-    return sorted(error["field"] for error in problem["errors"])
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    data = response.json()
-    assert (data["status"], data["code"], data["type"]) == (status, code, f"/api/v1/problems/{code}")
-    assert data["request_id"] == response["X-Request-ID"]
-    return data
 
 
 def snapshot(invoice: Invoice) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from billing.demo import seed_demo_billing
+from billing.devdata.demo import seed_demo_billing
 from billing.models import BillableService, Invoice, Payment
 from tests.patients.factories import PatientFactory
 

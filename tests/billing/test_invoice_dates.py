@@ -13,8 +13,9 @@ from django.utils import timezone
 from billing import services
 from billing.models import Invoice, InvoiceNumberCounter, LineItem
 from clinic.errors import FieldError
-from tests.billing.factories import INVOICES, body, make_invoice, patch_json, post_json, problem, snapshot
+from tests.billing.factories import INVOICES, body, make_invoice, patch_json, post_json, snapshot
 from tests.billing.test_admin import ADD, form_data
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +48,7 @@ def create(patient: Any, branch: Any, day: date | str, finalize: bool = True) ->
 
 
 def assert_date_refused(response: Any, message: str) -> None:
-    data = problem(response, 400, "validation_error")
+    data = assert_problem(response, 400, "validation_error")
     assert data == {
         "type": "/api/v1/problems/validation_error",
         "title": "Invalid input",

@@ -27,6 +27,7 @@ from clinic.errors import Conflict, FieldError
 from tests.billing.factories import INVOICES, line, make_invoice, pay, post_json
 from tests.billing.test_concurrency import THREADS, all_at_once, api_post
 from tests.factories import ApiClientFactory, BranchFactory, DepartmentFactory
+from tests.helpers import sql_rows
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -76,24 +77,18 @@ SELECT 'payment', branch_id, period, period_start, payment_mode, amount, 0 FROM 
 """
 
 
-def rows(sql: str) -> set[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return set(cursor.fetchall())
-
-
 def kept() -> set[tuple[Any, ...]]:
     """The rollups' rows with something in them."""
-    return {row for row in rows(KEPT) if row[5] != 0 or row[6] != 0}
+    return {row for row in sql_rows(KEPT) if row[5] != 0 or row[6] != 0}
 
 
 def kept_exactly() -> set[tuple[Any, ...]]:
     """Every row of the rollups, zeros included: what must not move when nothing was committed."""
-    return rows(KEPT)
+    return sql_rows(KEPT)
 
 
 def assert_exact() -> None:
-    expected = rows(FROM_SCRATCH)
+    expected = sql_rows(FROM_SCRATCH)
     assert expected, "nothing billed: the comparison would prove nothing"
     actual = kept()
     assert actual - expected == set()
@@ -334,7 +329,7 @@ def test_a_department_is_listed_for_a_billed_line_of_0_and_dropped_when_its_invo
     assert revenue() == {"Orthopaedics": D("0.00")}
     services.invoice_cancel(invoice=free, reason="Raised in error")
     assert revenue() == {}
-    assert kept() == rows(FROM_SCRATCH) == set()
+    assert kept() == sql_rows(FROM_SCRATCH) == set()
 
 
 class Rollback(Exception):

@@ -4,14 +4,13 @@ failed delivery replayed from the admin. Deliveries are made by a real Celery wo
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from tests.factories import BranchFactory
+from tests.helpers import wait_until
 from tests.integrations.webhook_receiver import Reply, receiver, verify
 from tests.worker import celery_worker
 
@@ -21,13 +20,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SUBSCRIPTIONS = "/admin/integrations/webhooksubscription/"
 DELIVERIES = "/admin/integrations/webhookdelivery/"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def run_action(page: Any, pk: Any, action: str) -> None:
@@ -102,7 +94,7 @@ def test_create_a_subscription_see_its_secret_once_and_read_a_test_delivery(admi
     assert received.headers["x-tenant"] == "42"
     delivery = WebhookDelivery.objects.get()
     assert received.webhook_id == str(delivery.event_id)
-    wait_until(lambda: WebhookDelivery.objects.get().status == "succeeded")
+    wait_until(lambda: WebhookDelivery.objects.get().status == "succeeded", timeout=15)
 
     page.click(f"text=delivery {delivery.pk}")
     page.wait_for_url(f"**{DELIVERIES}{delivery.pk}/change/")
@@ -130,7 +122,7 @@ def test_a_failed_delivery_is_replayed_from_the_admin_and_then_succeeds(admin_pa
     run_action(page, subscription.pk, "send_test_event")
     page.wait_for_selector("text=Test event queued for Hospital ERP")
     (first,) = receiver.wait_for(1)
-    wait_until(lambda: WebhookDelivery.objects.get().status == "failed")  # a test event is not retried
+    wait_until(lambda: WebhookDelivery.objects.get().status == "failed", timeout=15)  # a test event is not retried
     delivery = WebhookDelivery.objects.get()
 
     # Found from the list filtered to failed deliveries; its page shows why.
@@ -149,7 +141,7 @@ def test_a_failed_delivery_is_replayed_from_the_admin_and_then_succeeds(admin_pa
     second = receiver.wait_for(2)[1]
     assert second.webhook_id == first.webhook_id == str(delivery.event_id)
     assert verify(second, secret)["type"] == "webhook.test"
-    wait_until(lambda: WebhookDelivery.objects.get().status == "succeeded")
+    wait_until(lambda: WebhookDelivery.objects.get().status == "succeeded", timeout=15)
 
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempt_count, delivery.last_status_code) == ("succeeded", 1, 200)

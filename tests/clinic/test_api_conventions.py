@@ -8,7 +8,6 @@ import json
 import re
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from rest_framework import serializers
@@ -20,8 +19,8 @@ from clinic.api.renderers import dumps
 from clinic.api.serializers import StrictSerializer
 from clinic.models import Department
 from integrations.models import IdempotencyRecord
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import assert_problem, bearer, parse_links
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.plumbing_urls")]
 
@@ -29,24 +28,6 @@ DEPARTMENTS_URL = "/api/v1/test/departments"
 BRANCHES_URL = "/api/v1/branches"
 BOOM_URL = "/api/v1/test/boom"
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    """The RFC 9457 shape of the contract; returns the body for further checks."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    expected_keys = {"type", "title", "status", "detail", "code", "request_id"} | (
-        {"errors"} if status == 400 else set()
-    )
-    assert set(body) == expected_keys, body
-    assert body["type"] == f"/api/v1/problems/{code}"
-    assert body["title"] == PROBLEM_KINDS[code].title
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["detail"]
-    assert body["request_id"] == response["X-Request-ID"]
-    return body
 
 
 def post_department(client: Any, token: str, body: Any, **extra: Any) -> Any:
@@ -287,18 +268,6 @@ def test_page_parameters_out_of_range_are_400_naming_the_parameter(client, reade
     assert [(error["field"], error["code"]) for error in sorted_errors(body)] == expected
 
 
-def parse_links(header: str) -> dict[str, dict[str, list[str]]]:
-    """rel -> query parameters of its target, checking each target is this list's absolute URL."""
-    links = {}
-    for part in header.split(", "):
-        match = re.fullmatch(r'<([^>]+)>; rel="(\w+)"', part)
-        assert match, header
-        url = urlsplit(match.group(1))
-        assert (url.scheme, url.netloc, url.path) == ("http", "testserver", BRANCHES_URL)
-        links[match.group(2)] = parse_qs(url.query)
-    return links
-
-
 @pytest.fixture
 def five_branches() -> list[Any]:
     return [BranchFactory(code=code) for code in ("E01", "A01", "D01", "B01", "C01")]
@@ -316,7 +285,7 @@ def test_a_middle_page_links_first_prev_next_and_last(client, reader, five_branc
         "next",
         "last",
     ]
-    assert parse_links(response["Link"]) == {
+    assert parse_links(response["Link"], BRANCHES_URL) == {
         "first": {"page": ["1"], "per_page": ["2"]},
         "prev": {"page": ["1"], "per_page": ["2"]},
         "next": {"page": ["3"], "per_page": ["2"]},
@@ -329,13 +298,13 @@ def test_the_first_page_has_no_prev_and_the_last_page_no_next(client, reader, fi
     last = client.get(f"{BRANCHES_URL}?per_page=2&page=3", **bearer(reader))
 
     assert [branch["code"] for branch in first.json()] == ["A01", "B01"]
-    assert parse_links(first["Link"]) == {
+    assert parse_links(first["Link"], BRANCHES_URL) == {
         "first": {"page": ["1"], "per_page": ["2"]},
         "next": {"page": ["2"], "per_page": ["2"]},
         "last": {"page": ["3"], "per_page": ["2"]},
     }
     assert [branch["code"] for branch in last.json()] == ["E01"]
-    assert parse_links(last["Link"]) == {
+    assert parse_links(last["Link"], BRANCHES_URL) == {
         "first": {"page": ["1"], "per_page": ["2"]},
         "prev": {"page": ["2"], "per_page": ["2"]},
         "last": {"page": ["3"], "per_page": ["2"]},
@@ -346,7 +315,11 @@ def test_links_keep_the_filters_of_the_request(client, reader, five_branches):
     response = client.get(f"{BRANCHES_URL}?state=karnataka&per_page=2&page=2", **bearer(reader))
 
     assert response.status_code == 200
-    assert parse_links(response["Link"])["next"] == {"page": ["3"], "per_page": ["2"], "state": ["karnataka"]}
+    assert parse_links(response["Link"], BRANCHES_URL)["next"] == {
+        "page": ["3"],
+        "per_page": ["2"],
+        "state": ["karnataka"],
+    }
 
 
 @pytest.mark.parametrize("page", ["4", "7", str(10**9)])  # past 10**9: 400 (tests/clinic/test_malformed_input.py)
@@ -356,7 +329,7 @@ def test_a_page_past_the_end_is_an_empty_array_with_the_total(client, reader, fi
     assert response.status_code == 200
     assert response.json() == []
     assert response["X-Total-Count"] == "5"
-    assert "next" not in parse_links(response["Link"])
+    assert "next" not in parse_links(response["Link"], BRANCHES_URL)
 
 
 def test_defaults_are_page_one_of_twenty(client, reader):
@@ -367,7 +340,7 @@ def test_defaults_are_page_one_of_twenty(client, reader):
 
     assert [branch["code"] for branch in response.json()] == [f"P{number:02d}" for number in range(20)]
     assert response["X-Total-Count"] == "21"
-    assert parse_links(response["Link"])["last"] == {"page": ["2"], "per_page": ["20"]}
+    assert parse_links(response["Link"], BRANCHES_URL)["last"] == {"page": ["2"], "per_page": ["20"]}
 
 
 def test_an_empty_list_has_a_zero_total_and_one_page(client, reader):
@@ -376,7 +349,7 @@ def test_an_empty_list_has_a_zero_total_and_one_page(client, reader):
     assert response.status_code == 200
     assert response.json() == []
     assert response["X-Total-Count"] == "0"
-    assert parse_links(response["Link"]) == {
+    assert parse_links(response["Link"], BRANCHES_URL) == {
         "first": {"page": ["1"], "per_page": ["20"]},
         "last": {"page": ["1"], "per_page": ["20"]},
     }

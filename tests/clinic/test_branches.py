@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from integrations.models import ApiClient
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer
 
 pytestmark = pytest.mark.django_db
 

@@ -15,34 +15,15 @@ from django.utils import timezone
 
 from clinic import crypto
 from clinic.api import idempotency
-from clinic.api.errors import PROBLEM_KINDS
 from clinic.models import Department
 from integrations.models import IdempotencyRecord
 from tests import plumbing_urls
-from tests.conftest import bearer
+from tests.helpers import assert_problem, bearer
 
 pytestmark = pytest.mark.urls("tests.plumbing_urls")
 
 URL = "/api/v1/test/departments"
 CARDIOLOGY = {"name": "Cardiology", "description": "Heart", "fee": "1180.50"}
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    expected_keys = {"type", "title", "status", "detail", "code", "request_id"} | (
-        {"errors"} if status == 400 else set()
-    )
-    assert set(body) == expected_keys, body
-    assert (body["type"], body["title"], body["status"], body["code"]) == (
-        f"/api/v1/problems/{code}",
-        PROBLEM_KINDS[code].title,
-        status,
-        code,
-    )
-    assert body["request_id"] == response["X-Request-ID"]
-    return body
 
 
 def post(client: Client, token: str, body: Any, key: str | None = None) -> Any:

@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.test import Client
 
 from integrations.clients.scopes import SCOPES
 from integrations.models import AuditLogEntry
 from patients.models import Patient
-from tests.clinic.test_operation_contract import OPERATIONS, _row_counts, _url
-from tests.conftest import bearer
+from tests.clinic.test_operation_contract import OPERATIONS, _url
 from tests.factories import BranchFactory
-from tests.patients.factories import PatientFactory, aadhaar
+from tests.helpers import REQUEST_BOOKKEEPING, assert_problem, assert_token_error, bearer, row_counts
+from tests.patients.factories import PatientFactory, aadhaar, post_patient
 
 pytestmark = pytest.mark.django_db
 
@@ -45,46 +44,23 @@ def branch() -> Any:
     return BranchFactory(code="BLR")
 
 
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["code"] == code
-    assert body["status"] == status
-    return body
-
-
-def oauth_error(response: Any, status: int, error: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    assert response["Cache-Control"] == "no-store"
-    body = response.json()
-    assert body["error"] == error
-    assert body["error_description"]
-    return body
-
-
-def post_patient(client: Client, token: str, data: Any) -> Any:
-    return client.post("/api/v1/patients", json.dumps(data), content_type="application/json", **bearer(token))
-
-
 @pytest.mark.parametrize(("method", "path"), WRITES, ids=[f"{m} {p}" for m, p in WRITES])
 def test_multipart_without_a_boundary_is_400_on_every_post_and_patch_and_changes_nothing(client, token, method, path):
-    before = _row_counts()
+    before = row_counts(exclude=REQUEST_BOOKKEEPING)
     response = client.generic(method, _url(path), b"--x\r\n", content_type="multipart/form-data", **bearer(token))
 
-    body = problem(response, 400, "invalid_request")
+    body = assert_problem(response, 400, "invalid_request")
     assert body["errors"] == [
         {"field": "Content-Type", "code": "invalid", "message": "Missing or invalid multipart boundary."}
     ]
-    assert _row_counts() == before
+    assert row_counts(exclude=REQUEST_BOOKKEEPING) == before
 
 
 @pytest.mark.parametrize("path", ["/api/v1/auth/token", "/api/v1/auth/revoke"])
 def test_multipart_without_a_boundary_on_the_token_endpoints_is_an_oauth_invalid_request(client, path):
     response = client.generic("POST", path, b"grant_type=client_credentials", content_type="multipart/form-data")
 
-    assert oauth_error(response, 400, "invalid_request") == {
+    assert assert_token_error(response, 400, "invalid_request") == {
         "error": "invalid_request",
         "error_description": "A multipart Content-Type needs a valid boundary.",
     }
@@ -100,7 +76,7 @@ def test_an_unknown_charset_is_400_naming_the_content_type(client, token, branch
         **bearer(token),
     )
 
-    assert problem(response, 400, "invalid_request")["errors"][0]["field"] == "Content-Type"
+    assert assert_problem(response, 400, "invalid_request")["errors"][0]["field"] == "Content-Type"
     assert not Patient.objects.exists()
 
 
@@ -111,7 +87,7 @@ def test_nul_in_a_token_form_field_is_invalid_request_and_audited(client):
         content_type="application/x-www-form-urlencoded",
     )
 
-    oauth_error(response, 400, "invalid_request")
+    assert_token_error(response, 400, "invalid_request")
     row = AuditLogEntry.objects.get()
     assert (row.status, row.route, row.client_id) == (400, "api/v1/auth/token", None)
 
@@ -125,13 +101,13 @@ def test_nul_in_the_basic_user_name_is_invalid_request(client):
         HTTP_AUTHORIZATION=f"Basic {credentials}",
     )
 
-    oauth_error(response, 400, "invalid_request")
+    assert_token_error(response, 400, "invalid_request")
 
 
 def test_nul_in_json_strings_and_keys_is_400_naming_each_field(client, token, branch):
     data = {**PATIENT, "first_name": "As\u0000ha", "address": {"city": "Bengaluru\u0000"}, "no\u0000te": "x"}
 
-    body = problem(post_patient(client, token, data), 400, "validation_error")
+    body = assert_problem(post_patient(client, token, data), 400, "validation_error")
 
     assert {(e["field"], e["code"]) for e in body["errors"]} == {
         ("first_name", "null_characters_not_allowed"),
@@ -151,7 +127,7 @@ def test_nul_in_json_strings_and_keys_is_400_naming_each_field(client, token, br
     ],
 )
 def test_nul_in_a_query_value_is_400_naming_the_parameter(client, token, url, name):
-    body = problem(client.get(url, **bearer(token)), 400, "validation_error")
+    body = assert_problem(client.get(url, **bearer(token)), 400, "validation_error")
 
     assert body["errors"] == [
         {"field": name, "code": "null_characters_not_allowed", "message": "NUL and control characters are refused."}
@@ -159,7 +135,7 @@ def test_nul_in_a_query_value_is_400_naming_the_parameter(client, token, url, na
 
 
 def test_unicode_digits_in_a_query_value_are_400(client, token):
-    body = problem(client.get("/api/v1/patients?page=\u0663", **bearer(token)), 400, "validation_error")
+    body = assert_problem(client.get("/api/v1/patients?page=\u0663", **bearer(token)), 400, "validation_error")
 
     assert body["errors"] == [{"field": "page", "code": "invalid", "message": "Digits must be ASCII 0-9."}]
 
@@ -167,7 +143,7 @@ def test_unicode_digits_in_a_query_value_are_400(client, token):
 def test_nul_in_a_path_id_is_400_and_its_audit_row_is_written(client, token):
     response = client.get("/api/v1/patients/PAT-000001%00", **bearer(token))
 
-    assert problem(response, 400, "invalid_request")["errors"][0]["field"] == "path"
+    assert assert_problem(response, 400, "invalid_request")["errors"][0]["field"] == "path"
     row = AuditLogEntry.objects.exclude(route="api/v1/auth/token").get()
     assert (row.status, row.path) == (400, "/api/v1/patients/PAT-000001%00")
 
@@ -186,7 +162,7 @@ def test_identifiers_in_unicode_digits_are_400_naming_the_field_and_nothing_is_l
 ):
     response = post_patient(client, token, {**PATIENT, field: value})
 
-    body = problem(response, 400, "validation_error")
+    body = assert_problem(response, 400, "validation_error")
     assert [e["field"] for e in body["errors"]] == [field]
     assert not Patient.objects.exists()
     assert "Asha" not in capsys.readouterr().err
@@ -195,7 +171,7 @@ def test_identifiers_in_unicode_digits_are_400_naming_the_field_and_nothing_is_l
 def test_a_pincode_in_unicode_digits_is_400(client, token, branch):
     response = post_patient(client, token, {**PATIENT, "address": {"pincode": "\u096b\u096c\u0966\u0966\u0966\u0967"}})
 
-    assert [e["field"] for e in problem(response, 400, "validation_error")["errors"]] == ["address.pincode"]
+    assert [e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]] == ["address.pincode"]
 
 
 def test_json_nested_a_thousand_deep_is_400(client, token):
@@ -203,7 +179,7 @@ def test_json_nested_a_thousand_deep_is_400(client, token):
         "/api/v1/patients", "[" * 1000 + "]" * 1000, content_type="application/json", **bearer(token)
     )
 
-    assert problem(response, 400, "parse_error")["detail"] == "Request body is nested deeper than 64 levels."
+    assert assert_problem(response, 400, "parse_error")["detail"] == "Request body is nested deeper than 64 levels."
 
 
 def test_json_nested_64_deep_is_parsed(client, token, branch):
@@ -212,7 +188,7 @@ def test_json_nested_64_deep_is_parsed(client, token, branch):
         nested = [nested]
     response = post_patient(client, token, {**PATIENT, "first_name": nested})
 
-    assert [e["field"] for e in problem(response, 400, "validation_error")["errors"]] == ["first_name"]
+    assert [e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]] == ["first_name"]
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(client, token, settings):
@@ -221,7 +197,7 @@ def test_a_body_over_the_limit_is_413_before_it_is_read(client, token, settings)
         "/api/v1/patients", json.dumps({"first_name": "a" * 4096}), content_type="application/json", **bearer(token)
     )
 
-    assert problem(response, 413, "payload_too_large")["detail"] == "The body is larger than 2048 bytes."
+    assert assert_problem(response, 413, "payload_too_large")["detail"] == "The body is larger than 2048 bytes."
 
 
 def test_a_default_body_limit_of_one_mebibyte(settings, client, token):
@@ -229,14 +205,14 @@ def test_a_default_body_limit_of_one_mebibyte(settings, client, token):
     response = client.post(
         "/api/v1/patients", json.dumps({"x": "a" * 2_600_000}), content_type="application/json", **bearer(token)
     )
-    problem(response, 413, "payload_too_large")
+    assert_problem(response, 413, "payload_too_large")
 
 
 def test_more_than_a_thousand_form_fields_on_the_token_endpoint_is_invalid_request(client):
     form = "&".join(f"f{i}=1" for i in range(1200))
     response = client.post("/api/v1/auth/token", form, content_type="application/x-www-form-urlencoded")
 
-    assert oauth_error(response, 400, "invalid_request")["error_description"] == "Too many form fields."
+    assert assert_token_error(response, 400, "invalid_request")["error_description"] == "Too many form fields."
 
 
 @pytest.mark.parametrize(
@@ -248,7 +224,7 @@ def test_more_than_a_thousand_form_fields_on_the_token_endpoint_is_invalid_reque
     ],
 )
 def test_a_page_past_any_offset_is_400_naming_page(client, token, url):
-    body = problem(client.get(url, **bearer(token)), 400, "validation_error")
+    body = assert_problem(client.get(url, **bearer(token)), 400, "validation_error")
 
     assert [e["field"] for e in body["errors"]] == ["page"]
 
@@ -265,13 +241,13 @@ def test_the_last_allowed_page_is_an_empty_list(client, token):
 def test_an_unknown_api_path_is_404_whatever_the_method(client, method):
     response = client.generic(method, "/api/v1/no-such-thing", "{}", content_type="application/json")
 
-    problem(response, 404, "not_found")
+    assert_problem(response, 404, "not_found")
 
 
 def test_a_known_path_with_another_method_is_405_with_allow(client, token):
     response = client.put("/api/v1/patients", "{}", content_type="application/json", **bearer(token))
 
-    problem(response, 405, "method_not_allowed")
+    assert_problem(response, 405, "method_not_allowed")
     assert response["Allow"] == "GET, POST, HEAD, OPTIONS"
 
 

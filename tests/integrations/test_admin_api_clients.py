@@ -12,15 +12,13 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.models import ApiClient, AuditLogEntry
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer, exchange, shown_secret
 
 pytestmark = pytest.mark.django_db
 
 ADD_URL = "/admin/integrations/apiclient/add/"
 LIST_URL = "/admin/integrations/apiclient/"
-TOKEN_URL = "/api/v1/auth/token"
-SECRET_RE = re.compile(r'<code id="client-secret">([^<]+)</code>')
 CLIENT_ID_RE = re.compile(r'<code id="client-id">([^<]+)</code>')
 
 
@@ -49,18 +47,6 @@ def add_form(**overrides):
     return data
 
 
-def exchange(client, client_id, secret):
-    return client.post(TOKEN_URL, {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret})
-
-
-def shown_secret(response):
-    html = response.content.decode()
-    secrets = SECRET_RE.findall(html)
-    assert len(secrets) == 1
-    assert html.count(secrets[0]) == 1  # exactly once on the page
-    return secrets[0]
-
-
 def test_adding_a_client_shows_its_id_and_secret_once_and_stores_only_the_hash(admin_client):
     blr = BranchFactory(code="BLR")
     response = admin_client.post(
@@ -76,7 +62,7 @@ def test_adding_a_client_shows_its_id_and_secret_once_and_stores_only_the_hash(a
     assert "no-store" in [d.strip() for d in response["Cache-Control"].split(",")]
     api_client = ApiClient.objects.get()
     assert CLIENT_ID_RE.findall(response.content.decode()) == [api_client.client_id]
-    secret = shown_secret(response)
+    secret = shown_secret(response, "client-secret")
     assert len(secret) == 48
 
     assert api_client.name == "Hospital ERP"
@@ -96,7 +82,7 @@ def test_adding_a_client_shows_its_id_and_secret_once_and_stores_only_the_hash(a
 def test_the_secret_from_the_add_page_works_at_the_token_endpoint(admin_client):
     response = admin_client.post(ADD_URL, add_form(token_lifetime_seconds="300"))
     assert response.status_code == 200
-    secret = shown_secret(response)
+    secret = shown_secret(response, "client-secret")
     api_client = ApiClient.objects.get()
 
     admin_client.logout()
@@ -110,7 +96,7 @@ def test_the_secret_from_the_add_page_works_at_the_token_endpoint(admin_client):
 
 def test_the_change_and_list_pages_never_show_the_secret_again(admin_client):
     response = admin_client.post(ADD_URL, add_form())
-    secret = shown_secret(response)
+    secret = shown_secret(response, "client-secret")
     api_client = ApiClient.objects.get()
 
     change = admin_client.get(f"/admin/integrations/apiclient/{api_client.pk}/change/")
@@ -152,7 +138,7 @@ def test_rotate_secret_action_shows_a_new_secret_once_and_the_old_one_stops_work
     response = admin_client.post(LIST_URL, {"action": "rotate_secret", "_selected_action": [str(api_client.pk)]})
     assert response.status_code == 200, response.content
     assert "no-store" in [d.strip() for d in response["Cache-Control"].split(",")]
-    new_secret = shown_secret(response)
+    new_secret = shown_secret(response, "client-secret")
     assert new_secret != old_secret
     assert CLIENT_ID_RE.findall(response.content.decode()) == [api_client.client_id]
 

@@ -10,29 +10,19 @@ from datetime import timedelta
 import pytest
 from django.db import models
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, set_token_value
+from oauth2_provider.models import get_access_token_model
 
 from integrations.models import AuditLogEntry
-from tests.conftest import bearer
+from tests.helpers import TOKEN_URL, bearer, stored_token
 
 pytestmark = pytest.mark.django_db
 
 AccessToken = get_access_token_model()
 BRANCHES = "/api/v1/branches"
-TOKEN = "/api/v1/auth/token"
 
 
 def sha256(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
-
-
-def stored_token(api_client, scope: str = "appointments:read") -> str:
-    """A token written straight to the database, so the exchange that would issue it writes no audit row."""
-    raw = secrets.token_urlsafe(32)
-    token = AccessToken(application=api_client, scope=scope, expires=timezone.now() + timedelta(hours=1))
-    set_token_value(token, raw)
-    token.save()
-    return raw
 
 
 def only_row() -> AuditLogEntry:
@@ -212,7 +202,7 @@ def test_token_exchange_is_logged_with_the_reference_of_the_issued_token(client,
     api_client = api_client_factory()
     data = {"grant_type": "client_credentials", "client_id": api_client.client_id, "client_secret": api_client.secret}
 
-    response = client.post(TOKEN, data, REMOTE_ADDR="203.0.113.7")
+    response = client.post(TOKEN_URL, data, REMOTE_ADDR="203.0.113.7")
 
     assert response.status_code == 200
     issued = response.json()["access_token"]
@@ -223,7 +213,7 @@ def test_token_exchange_is_logged_with_the_reference_of_the_issued_token(client,
         ip="203.0.113.7",
         method="POST",
         route="api/v1/auth/token",
-        path=TOKEN,
+        path=TOKEN_URL,
     )
     assert AccessToken.objects.get(application=api_client).token_checksum == row.token_ref
     assert_holds_none_of(row, issued, api_client.secret, api_client.client_secret)
@@ -234,12 +224,18 @@ def test_token_exchange_with_a_wrong_secret_is_logged_with_the_client_it_named(c
     wrong_secret = secrets.token_urlsafe(32)
     data = {"grant_type": "client_credentials", "client_id": api_client.client_id, "client_secret": wrong_secret}
 
-    response = client.post(TOKEN, data)
+    response = client.post(TOKEN_URL, data)
 
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_client"
     row = assert_row(
-        response, client=api_client, token_ref="", ip="127.0.0.1", method="POST", route="api/v1/auth/token", path=TOKEN
+        response,
+        client=api_client,
+        token_ref="",
+        ip="127.0.0.1",
+        method="POST",
+        route="api/v1/auth/token",
+        path=TOKEN_URL,
     )
     assert_holds_none_of(row, wrong_secret, api_client.secret)
     assert not AccessToken.objects.exists()
@@ -249,7 +245,7 @@ def test_token_exchange_with_basic_credentials_never_logs_them(client, api_clien
     api_client = api_client_factory()
     basic = base64.b64encode(f"{api_client.client_id}:{api_client.secret}".encode()).decode()
 
-    response = client.post(TOKEN, {"grant_type": "client_credentials"}, HTTP_AUTHORIZATION=f"Basic {basic}")
+    response = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, HTTP_AUTHORIZATION=f"Basic {basic}")
 
     assert response.status_code == 200
     row = assert_row(
@@ -259,7 +255,7 @@ def test_token_exchange_with_basic_credentials_never_logs_them(client, api_clien
         ip="127.0.0.1",
         method="POST",
         route="api/v1/auth/token",
-        path=TOKEN,
+        path=TOKEN_URL,
     )
     assert_holds_none_of(row, basic, api_client.secret, response.json()["access_token"])
 
@@ -267,11 +263,11 @@ def test_token_exchange_with_basic_credentials_never_logs_them(client, api_clien
 def test_token_exchange_for_an_unknown_client_is_logged_without_client(client):
     data = {"grant_type": "client_credentials", "client_id": "nobody", "client_secret": "nothing"}
 
-    response = client.post(TOKEN, data)
+    response = client.post(TOKEN_URL, data)
 
     assert response.status_code == 401
     assert_row(
-        response, client=None, token_ref="", ip="127.0.0.1", method="POST", route="api/v1/auth/token", path=TOKEN
+        response, client=None, token_ref="", ip="127.0.0.1", method="POST", route="api/v1/auth/token", path=TOKEN_URL
     )
 
 

@@ -13,21 +13,14 @@ from oauth2_provider.models import AccessToken
 from integrations.clients.hashers import ClientSecretHasher
 from integrations.clients.services import api_client_create, api_client_rotate_secret
 from integrations.models import ApiClient, AuditLogEntry
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import TOKEN_URL, bearer, exchange
 
 pytestmark = pytest.mark.django_db
 
-TOKEN_URL = "/api/v1/auth/token"
 REVOKE_URL = "/api/v1/auth/revoke"
 OLD_KEY = "old-secret-key-for-the-rotation-test-0123456789abcdef"
 NEW_KEY = "new-secret-key-for-the-rotation-test-fedcba9876543210"
-
-
-def exchange(client, client_id, secret, **extra):
-    return client.post(
-        TOKEN_URL, {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, **extra}
-    )
 
 
 def stored_secret(api_client):
@@ -165,8 +158,8 @@ def _exchange_series(client, api_client, other):
         exchange(client, api_client.client_id, wrong_secret),
         exchange(client, api_client.client_id, other.secret),
         exchange(client, "unknown-client", api_client.secret),
-        exchange(client, api_client.client_id, api_client.secret, scope="billing:write"),
-        exchange(client, api_client.client_id, api_client.secret, grant_type="password"),
+        exchange(client, api_client.client_id, api_client.secret, {"scope": "billing:write"}),
+        exchange(client, api_client.client_id, api_client.secret, {"grant_type": "password"}),
         client.post(TOKEN_URL, {"grant_type": "client_credentials"}, HTTP_AUTHORIZATION=f"Basic {basic}"),
     ]
     assert [r.status_code for r in responses] == [200, 401, 401, 401, 400, 400, 200]

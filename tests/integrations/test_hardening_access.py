@@ -5,7 +5,6 @@ cross-branch existence oracle on duplicates."""
 
 from __future__ import annotations
 
-import base64
 import json
 from datetime import date
 from typing import Any
@@ -15,8 +14,8 @@ from django.db import connection
 
 from integrations.models import AuditLogEntry, IdempotencyRecord
 from patients.models import Patient
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import basic_auth, bearer
 from tests.patients.factories import PatientFactory, patch_patient, post_patient
 
 pytestmark = pytest.mark.django_db
@@ -42,10 +41,6 @@ def mum() -> Any:
 
 def token_request(client: Any, data: str, **extra: Any) -> Any:
     return client.post("/api/v1/auth/token", data, content_type="application/x-www-form-urlencoded", **extra)
-
-
-def basic(client_id: str, secret: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
 
 
 # --- Tokens and client credentials ----------------------------------------------------------------------
@@ -79,7 +74,7 @@ def test_basic_and_form_credentials_together_are_invalid_request(client, api_cli
     response = token_request(
         client,
         f"grant_type=client_credentials&client_id={api_client.client_id}&client_secret={api_client.secret}",
-        **basic(api_client.client_id, api_client.secret),
+        **basic_auth(api_client.client_id, api_client.secret),
     )
 
     assert response.status_code == 400
@@ -94,7 +89,9 @@ def test_basic_and_form_credentials_together_are_invalid_request(client, api_cli
 def test_basic_credentials_alone_still_work(client, api_client_factory):
     api_client = api_client_factory(scopes=["appointments:read"])
 
-    response = token_request(client, "grant_type=client_credentials", **basic(api_client.client_id, api_client.secret))
+    response = token_request(
+        client, "grant_type=client_credentials", **basic_auth(api_client.client_id, api_client.secret)
+    )
 
     assert response.status_code == 200
     assert response.json()["scope"] == "appointments:read"
@@ -111,7 +108,7 @@ def test_a_failed_exchange_for_an_unknown_client_names_the_client_id_tried(clien
 def test_a_failed_exchange_with_a_wrong_secret_names_the_client_and_the_id_tried(client, api_client_factory):
     api_client = api_client_factory(scopes=["appointments:read"])
 
-    response = token_request(client, "grant_type=client_credentials", **basic(api_client.client_id, "wrong"))
+    response = token_request(client, "grant_type=client_credentials", **basic_auth(api_client.client_id, "wrong"))
 
     assert response.status_code == 401
     row = AuditLogEntry.objects.get()

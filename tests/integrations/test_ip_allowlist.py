@@ -3,41 +3,18 @@
 from __future__ import annotations
 
 import ipaddress
-import secrets
-from datetime import timedelta
 
 import pytest
-from django.apps import apps
-from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, set_token_value
+from oauth2_provider.models import get_access_token_model
 
 from integrations.models import AuditLogEntry
-from tests.conftest import bearer
+from tests.helpers import TOKEN_URL, bearer, exchange, row_counts, stored_token
 
 pytestmark = pytest.mark.django_db
 
 AccessToken = get_access_token_model()
 BRANCHES = "/api/v1/branches"
-TOKEN = "/api/v1/auth/token"
 ALLOWLIST = ["10.1.0.0/16", "2001:db8::/32"]
-
-
-def stored_token(api_client, scope: str = "appointments:read") -> str:
-    """A token written straight to the database: the token endpoint is itself behind the allow-list."""
-    raw = secrets.token_urlsafe(32)
-    token = AccessToken(application=api_client, scope=scope, expires=timezone.now() + timedelta(hours=1))
-    set_token_value(token, raw)
-    token.save()
-    return raw
-
-
-def row_counts() -> dict[str, int]:
-    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
-
-
-def exchange(client, api_client, **extra):
-    data = {"grant_type": "client_credentials", "client_id": api_client.client_id, "client_secret": api_client.secret}
-    return client.post(TOKEN, data, **extra)
 
 
 def assert_ip_not_allowed(response) -> None:
@@ -120,7 +97,7 @@ def test_token_exchange_from_an_address_outside_the_allow_list_is_refused(client
     api_client = api_client_factory(ip_allowlist=ALLOWLIST)
     before = row_counts()
 
-    response = exchange(client, api_client, REMOTE_ADDR="10.2.0.1")
+    response = exchange(client, api_client.client_id, api_client.secret, REMOTE_ADDR="10.2.0.1")
 
     assert response.status_code == 403
     assert response["Content-Type"] == "application/json"
@@ -139,7 +116,7 @@ def test_token_exchange_from_an_address_outside_the_allow_list_is_refused(client
 def test_token_exchange_from_an_address_inside_the_allow_list_issues_a_token(client, api_client_factory, address):
     api_client = api_client_factory(ip_allowlist=ALLOWLIST)
 
-    response = exchange(client, api_client, REMOTE_ADDR=address)
+    response = exchange(client, api_client.client_id, api_client.secret, REMOTE_ADDR=address)
 
     assert response.status_code == 200
     assert response.json()["token_type"] == "Bearer"
@@ -152,8 +129,12 @@ def test_token_exchange_behind_a_trusted_proxy_uses_the_forwarded_address(client
     settings.TRUSTED_PROXIES = [ipaddress.ip_network("127.0.0.1/32")]
     api_client = api_client_factory(ip_allowlist=ALLOWLIST)
 
-    forged = exchange(client, api_client, REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="10.1.2.3")
-    forwarded = exchange(client, api_client, REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="10.1.2.3")
+    forged = exchange(
+        client, api_client.client_id, api_client.secret, REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="10.1.2.3"
+    )
+    forwarded = exchange(
+        client, api_client.client_id, api_client.secret, REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="10.1.2.3"
+    )
 
     assert (forged.status_code, forged.json()["error"]) == (403, "access_denied")
     assert forwarded.status_code == 200
@@ -165,7 +146,7 @@ def test_token_exchange_with_a_wrong_secret_is_invalid_client_wherever_it_comes_
     api_client = api_client_factory(ip_allowlist=ALLOWLIST)
     data = {"grant_type": "client_credentials", "client_id": api_client.client_id, "client_secret": "wrong"}
 
-    response = client.post(TOKEN, data, REMOTE_ADDR="10.2.0.1")
+    response = client.post(TOKEN_URL, data, REMOTE_ADDR="10.2.0.1")
 
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_client"

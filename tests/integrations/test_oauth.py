@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from datetime import timedelta
 
@@ -16,12 +15,11 @@ from requests_oauthlib import OAuth2Session
 
 from integrations.clients.services import api_client_set_active
 from integrations.models import ApiClient
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import TOKEN_URL, assert_problem, assert_token_error, basic_auth, bearer
 
 pytestmark = pytest.mark.django_db
 
-TOKEN_URL = "/api/v1/auth/token"
 REVOKE_URL = "/api/v1/auth/revoke"
 BRANCHES_URL = "/api/v1/branches"
 
@@ -33,39 +31,6 @@ def credentials(api_client, **extra):
         "client_secret": api_client.secret,
         **extra,
     }
-
-
-def basic(client_id, secret):
-    encoded = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-    return {"HTTP_AUTHORIZATION": f"Basic {encoded}"}
-
-
-def assert_token_error(response, status, error):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    assert response["Cache-Control"] == "no-store"
-    body = response.json()
-    assert set(body) == {"error", "error_description"}
-    assert body["error"] == error
-    assert isinstance(body["error_description"], str)
-    assert body["error_description"]
-
-
-def assert_problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body == {
-        "type": f"/api/v1/problems/{code}",
-        "title": body["title"],
-        "status": status,
-        "detail": body["detail"],
-        "code": code,
-        "request_id": response["X-Request-ID"],
-    }
-    assert body["title"]
-    assert body["detail"]
-    return body
 
 
 # --- A real OAuth client library against a real HTTP server ---------------------------------------
@@ -153,7 +118,7 @@ def test_token_response_has_exactly_the_rfc6749_fields_and_no_refresh_token(clie
 def test_http_basic_credentials_are_accepted(client, api_client_factory):
     api_client = api_client_factory(scopes=["appointments:read"])
     response = client.post(
-        TOKEN_URL, {"grant_type": "client_credentials"}, **basic(api_client.client_id, api_client.secret)
+        TOKEN_URL, {"grant_type": "client_credentials"}, **basic_auth(api_client.client_id, api_client.secret)
     )
     assert response.status_code == 200, response.content
     assert response.json()["scope"] == "appointments:read"
@@ -208,7 +173,7 @@ def test_wrong_secret_returns_401_invalid_client(client, api_client_factory):
 
 def test_wrong_secret_over_http_basic_returns_401_invalid_client(client, api_client_factory):
     api_client = api_client_factory()
-    response = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, **basic(api_client.client_id, "nope"))
+    response = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, **basic_auth(api_client.client_id, "nope"))
     assert_token_error(response, 401, "invalid_client")
     assert AccessToken.objects.count() == 0
 
@@ -370,7 +335,7 @@ def test_revoking_with_http_basic_credentials_and_a_type_hint(client, api_client
     response = client.post(
         REVOKE_URL,
         {"token": token, "token_type_hint": "access_token"},
-        **basic(api_client.client_id, api_client.secret),
+        **basic_auth(api_client.client_id, api_client.secret),
     )
     assert response.status_code == 200, response.content
     assert AccessToken.objects.count() == 0

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import base64
-import secrets
 import threading
 import uuid
 from collections import Counter
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,8 +13,7 @@ import redis
 from django.db import connection
 from django.test import Client
 from django.urls import path
-from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, set_token_value
+from oauth2_provider.models import get_access_token_model
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,11 +22,10 @@ from clinic.api import ratelimit
 from clinic.api.views import ClinicAPIView
 from clinic.urls import urlpatterns as project_urlpatterns
 from integrations.models import AuditLogEntry
-from tests.conftest import bearer
+from tests.helpers import TOKEN_URL, bearer, exchange, stored_token
 
 AccessToken = get_access_token_model()
 BRANCHES = "/api/v1/branches"
-TOKEN = "/api/v1/auth/token"
 
 
 class ReadWriteView(ClinicAPIView):
@@ -48,20 +44,6 @@ class ReadWriteView(ClinicAPIView):
 
 
 urlpatterns = [path("api/v1/test/things", ReadWriteView.as_view()), *project_urlpatterns]
-
-
-def stored_token(api_client, scope: str = "appointments:read") -> str:
-    """A token written straight to the database, so that obtaining it uses none of the client's quota."""
-    raw = secrets.token_urlsafe(32)
-    token = AccessToken(application=api_client, scope=scope, expires=timezone.now() + timedelta(hours=1))
-    set_token_value(token, raw)
-    token.save()
-    return raw
-
-
-def exchange(client: Client, api_client, **extra):
-    data = {"grant_type": "client_credentials", "client_id": api_client.client_id, "client_secret": api_client.secret}
-    return client.post(TOKEN, data, **extra)
 
 
 def assert_rate_limited_problem(response, limit: int) -> None:
@@ -168,7 +150,7 @@ def test_a_new_token_for_the_same_client_does_not_reset_the_count(client, api_cl
     first_token = stored_token(api_client)
     assert [client.get(BRANCHES, **bearer(first_token))["RateLimit-Remaining"] for _ in range(3)] == ["4", "3", "2"]
 
-    issued = exchange(client, api_client)
+    issued = exchange(client, api_client.client_id, api_client.secret)
     assert issued.status_code == 200
     assert issued["RateLimit-Remaining"] == "1"  # the exchange itself counted
     second_token = issued.json()["access_token"]
@@ -182,13 +164,13 @@ def test_a_new_token_for_the_same_client_does_not_reset_the_count(client, api_cl
 
 def test_token_exchange_counts_against_the_limit_and_is_refused_with_an_oauth_error(client, api_client_factory):
     api_client = api_client_factory(rate_limit_per_minute=2)
-    first = exchange(client, api_client)
+    first = exchange(client, api_client.client_id, api_client.secret)
     assert (first.status_code, first["RateLimit-Limit"], first["RateLimit-Remaining"]) == (200, "2", "1")
     token = first.json()["access_token"]
     assert client.get(BRANCHES, **bearer(token))["RateLimit-Remaining"] == "0"
     tokens_before = AccessToken.objects.count()
 
-    refused = exchange(client, api_client)
+    refused = exchange(client, api_client.client_id, api_client.secret)
 
     assert refused.status_code == 429
     assert refused["Content-Type"] == "application/json"
@@ -205,7 +187,7 @@ def test_token_exchange_with_basic_auth_is_refused_once_the_limit_is_exhausted(c
     credentials = f"{api_client.client_id}:{api_client.secret}"
     basic = {"HTTP_AUTHORIZATION": "Basic " + base64.b64encode(credentials.encode()).decode()}
 
-    refused = client.post(TOKEN, {"grant_type": "client_credentials"}, **basic)
+    refused = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, **basic)
 
     assert refused.status_code == 429
     assert refused.json()["error"] == "rate_limited"
@@ -218,7 +200,7 @@ def test_requests_refused_by_the_ip_allow_list_use_no_quota(client, api_client_f
     outside, inside = {"REMOTE_ADDR": "198.51.100.9"}, {"REMOTE_ADDR": "10.1.2.3"}
 
     refused_api = [client.get(BRANCHES, **outside, **bearer(token)) for _ in range(5)]
-    refused_exchanges = [exchange(client, api_client, **outside) for _ in range(3)]
+    refused_exchanges = [exchange(client, api_client.client_id, api_client.secret, **outside) for _ in range(3)]
     admitted = client.get(BRANCHES, **inside, **bearer(token))
 
     assert [r.status_code for r in refused_api] == [403] * 5

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from io import StringIO
 
 import pytest
@@ -16,6 +15,7 @@ from integrations.webhooks import delivery as delivery_module
 from integrations.webhooks.events import event_publish
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from tests.factories import BranchFactory
+from tests.helpers import shown_secret, wait_until
 from tests.integrations.webhook_receiver import ALL_KINDS, Reply, fake_dns, receiver, subscribe, verify
 from tests.worker import celery_worker
 
@@ -24,7 +24,6 @@ __all__ = ["celery_worker", "fake_dns", "receiver"]
 ADD_URL = "/admin/integrations/webhooksubscription/add/"
 LIST_URL = "/admin/integrations/webhooksubscription/"
 DELIVERIES_URL = "/admin/integrations/webhookdelivery/"
-SECRET_RE = re.compile(r'<code id="signing-secret">([^<]+)</code>')
 PAYLOAD = {"appointment": {"appointment_id": "3f0b3c1e-7f7e-4a9e-b1b5-2d6a9d4f8e21", "status": "booked"}}
 
 
@@ -52,22 +51,8 @@ def add_form(**overrides):
     return data
 
 
-def shown_secret(response):
-    html = response.content.decode()
-    (secret,) = SECRET_RE.findall(html)
-    assert html.count(secret) == 1
-    return secret
-
-
 def action(client, url, name, *pks, follow=False):
     return client.post(url, {"action": name, "_selected_action": [str(pk) for pk in pks]}, follow=follow)
-
-
-def wait_until(predicate, timeout=10):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 # --- Subscriptions --------------------------------------------------------------------------------------
@@ -81,7 +66,7 @@ def test_adding_a_subscription_shows_its_secret_once_and_stores_secret_and_heade
     assert response.status_code == 200, response.content
     assert "no-store" in response["Cache-Control"]
     subscription = WebhookSubscription.objects.get()
-    secret = shown_secret(response)
+    secret = shown_secret(response, "signing-secret")
     assert secret == subscription.secret
     assert secret.startswith("whsec_")
     assert "erp-token-1" not in response.content.decode()
@@ -183,7 +168,7 @@ def test_rotate_shows_the_new_secret_once_and_keeps_the_old_one_for_the_grace_pe
 
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
-    new_secret = shown_secret(response)
+    new_secret = shown_secret(response, "signing-secret")
     assert old_secret not in response.content.decode()
     subscription.refresh_from_db()
     assert subscription.secret == new_secret != old_secret
@@ -222,7 +207,7 @@ def test_a_test_event_from_the_admin_reaches_the_receiver_signed(staff, celery_w
 @pytest.mark.django_db(transaction=True)
 def test_after_rotation_from_the_admin_both_secrets_verify_a_test_event(staff, celery_worker, receiver):
     subscription, old_secret = subscribe(receiver.url())
-    new_secret = shown_secret(action(staff, LIST_URL, "rotate_secret", subscription.pk))
+    new_secret = shown_secret(action(staff, LIST_URL, "rotate_secret", subscription.pk), "signing-secret")
 
     action(staff, LIST_URL, "send_test_event", subscription.pk)
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 from clinic import crypto
 from patients.identifiers import verhoeff_check_digit
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
-from tests.conftest import bearer
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import bearer
 
 PATIENTS = "/api/v1/patients"
 
@@ -120,15 +120,6 @@ def patch_patient(client: Client, token: str, ref: str, body: Any, key: str | No
 
 def get_patient(client: Client, token: str, ref: str) -> Any:
     return client.get(f"{PATIENTS}/{ref}", **bearer(token))
-
-
-def error_fields(response: Any) -> list[str]:
-    """The fields a 400 problem names, in order."""
-    assert response.status_code == 400, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["code"] == "validation_error"
-    return [error["field"] for error in body["errors"]]
 
 
 # --- A realistic population for search tests ---------------------------------------------------------

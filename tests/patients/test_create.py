@@ -11,12 +11,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from clinic.api.errors import PROBLEM_KINDS
 from integrations.models import AuditLogEntry
 from patients.models import Insurance, Patient
 from patients.services import PATIENT_NUMBER_SEQUENCE
 from tests.factories import BranchFactory
-from tests.patients.factories import PATIENTS, aadhaar, error_fields, post_patient
+from tests.helpers import age_today, assert_problem, error_fields
+from tests.patients.factories import PATIENTS, aadhaar, post_patient
 
 pytestmark = pytest.mark.django_db
 
@@ -49,27 +49,10 @@ def body(**changes: Any) -> dict[str, Any]:
     return data
 
 
-def age_today(born: date) -> int:
-    today = timezone.localdate()
-    return today.year - born.year - ((today.month, today.day) < (born.month, born.day))
-
-
 def last_patient_number() -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT last_value FROM {PATIENT_NUMBER_SEQUENCE}")  # noqa: S608 - our constant
         return cursor.fetchone()[0]
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    problem = response.json()
-    assert problem["type"] == f"/api/v1/problems/{code}"
-    assert problem["title"] == PROBLEM_KINDS[code].title
-    assert problem["status"] == status
-    assert problem["code"] == code
-    assert problem["request_id"] == response["X-Request-ID"]
-    return problem
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from integrations.models import AuditLogEntry
 from patients.models import Patient
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer
 from tests.patients.factories import PATIENTS, PatientFactory, VisitFactory, build_population
 
 pytestmark = pytest.mark.django_db

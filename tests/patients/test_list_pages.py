@@ -14,8 +14,8 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from patients.models import Patient, RegistrationCount
-from tests.conftest import bearer
 from tests.factories import BranchFactory
+from tests.helpers import bearer
 from tests.patients.factories import PATIENTS, PatientFactory, post_patient
 
 pytestmark = pytest.mark.django_db

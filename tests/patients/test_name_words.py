@@ -8,17 +8,11 @@ from django.db import connection
 
 from patients.models import Patient
 from patients.search import like_prefix
-from tests.conftest import bearer
+from tests.helpers import bearer, sql_rows
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
 PATIENTS = "/api/v1/patients"
-
-
-def rows(sql: str) -> set[tuple[str, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return set(cursor.fetchall())
 
 
 @pytest.fixture
@@ -37,9 +31,11 @@ def test_each_word_of_a_new_name_is_recorded_once_with_the_names_holding_it():
     PatientFactory(first_name="Abdul", last_name="Khan")
     PatientFactory(first_name="Abdul", last_name="Khan")
 
-    words = rows("SELECT word, letter_key FROM patients_nameword WHERE word IN ('mohammed', 'abdul', 'rahman', 'khan')")
+    words = sql_rows(
+        "SELECT word, letter_key FROM patients_nameword WHERE word IN ('mohammed', 'abdul', 'rahman', 'khan')"
+    )
     assert words == {("mohammed", "adehmmmo"), ("abdul", "abdlu"), ("rahman", "aahmnr"), ("khan", "ahkn")}
-    assert rows("SELECT name FROM patients_namepart WHERE word = 'abdul'") == {
+    assert sql_rows("SELECT name FROM patients_namepart WHERE word = 'abdul'") == {
         ("mohammed abdul rahman",),
         ("abdul khan",),
     }
@@ -60,7 +56,7 @@ def test_a_bulk_insert_and_a_rename_keep_the_words_complete():
     patient.last_name = "Basu"
     patient.save()
 
-    assert rows(
+    assert sql_rows(
         "SELECT word, name FROM patients_namepart WHERE word IN ('zoya', 'qureshi', 'ira', 'bose', 'basu')"
     ) == {
         ("zoya", "zoya qureshi"),
@@ -124,5 +120,5 @@ def test_emptying_the_name_dictionary_empties_the_words():
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE patients_patient, patients_patientname CASCADE")
 
-    assert rows("SELECT word FROM patients_nameword") == set()
-    assert rows("SELECT word FROM patients_namepart") == set()
+    assert sql_rows("SELECT word FROM patients_nameword") == set()
+    assert sql_rows("SELECT word FROM patients_namepart") == set()

@@ -12,6 +12,7 @@ from django.utils import timezone
 from integrations.models import AuditLogEntry
 from patients.models import Diagnosis, Visit
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import age_today
 from tests.patients.factories import (
     AllergyFactory,
     DiagnosisFactory,
@@ -51,11 +52,6 @@ def patient(branch):
         registration_branch=branch,
         national_id=aadhaar("52739184630"),
     )
-
-
-def age_today(born: date) -> int:
-    today = timezone.localdate()
-    return today.year - born.year - ((today.month, today.day) < (born.month, born.day))
 
 
 def not_found(response, ref: str) -> None:

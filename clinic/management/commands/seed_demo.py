@@ -11,11 +11,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from appointments.demo import seed_demo_schedule
+from appointments.devdata.demo import seed_demo_schedule
 from appointments.models import Appointment, WeeklySession
-from billing.demo import seed_demo_billing
+from billing.devdata.demo import seed_demo_billing
 from clinic.models import Branch, Department, Doctor
-from patients.demo import seed_demo_patients
+from patients.devdata.demo import seed_demo_patients
 
 DEMO_PATIENTS = 20
 

@@ -52,10 +52,11 @@ def aadhaar(rng: random.Random) -> str:
     return body + verhoeff_check_digit(body)
 
 
-def generate_patients(
+def bench_patients_build(
     count: int, *, branches: Sequence[Branch], seed: int = 7, start_number: int = 1
 ) -> Iterator[Patient]:
-    """Unsaved patients numbered from start_number; phones +91 9xxxxxxxxx unique per number."""
+    """Unsaved patients for the benchmarks to bulk_insert, numbered from start_number; phones +91 9xxxxxxxxx
+    unique per number."""
     rng = random.Random(seed)
     epoch = datetime(2024, 1, 1, tzinfo=UTC)
     for offset in range(count):

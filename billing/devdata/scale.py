@@ -18,8 +18,8 @@ from django.db import transaction
 
 from billing.numbering import financial_year, format_invoice_number
 from billing.tax import LineTax, invoice_totals, is_interstate, line_tax
-from clinic.scale import Organisation, Timings, copy_rows, rng_uuid
-from patients.scale import Patients
+from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
+from patients.devdata.scale import Patients
 
 CHUNK_INVOICES = 25_000
 CENT = Decimal("0.01")

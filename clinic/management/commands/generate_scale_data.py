@@ -17,12 +17,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.utils import timezone
 
-from appointments.scale import generate_appointments, generate_sessions
-from billing.scale import generate_catalogue, generate_invoices
+from appointments.devdata.scale import generate_appointments, generate_sessions
+from billing.devdata.scale import generate_catalogue, generate_invoices
+from clinic.devdata.scale import Timings, generate_organisation
 from clinic.models import Branch
-from clinic.scale import Timings, generate_organisation
+from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
-from patients.scale import generate_patients
 
 HISTORY_DAYS = 700
 FUTURE_DAYS = 30
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         )
         generate_sessions(rng, organisation=organisation, moment=moment, timings=timings)
         phase = time.perf_counter()
-        people = generate_patients(
+        people = scale_patients_generate(
             rng, count=patients, organisation=organisation, first_day=first_day, today=today, timings=timings
         )
         timings.other["patients, all phases"] = time.perf_counter() - phase

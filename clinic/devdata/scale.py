@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -232,7 +232,3 @@ def generate_organisation(
     )  # fmt: skip
     copy_rows("clinic_doctor_branches", ["doctor_id", "branch_id"], links, timings=timings)
     return Organisation(branch_rows, department_ids, list(DEPARTMENTS), doctor_rows)
-
-
-def days_between(first: date, last: date) -> list[date]:
-    return [first + timedelta(days=offset) for offset in range((last - first).days + 1)]

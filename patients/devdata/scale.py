@@ -1,6 +1,6 @@
 """Scale data (issue 7): patients, loaded with COPY. Names come from the Indian vocabularies of
-patients/scale_names.py with their realistic skew (a few surnames carry several percent of patients, a long
-tail from every state carries few); the PatientName dictionary is filled by its trigger as the rows go in.
+scale_names.py with their realistic skew (a few surnames carry several percent of patients, a long tail
+from every state carries few); the PatientName dictionary is filled by its trigger as the rows go in.
 
 Phones are E.164 Indian mobiles; about 5 % of patients share a family member's phone, always with another
 date of birth, so the duplicate rule (active patient, same phone and birth date) never matches.
@@ -18,10 +18,10 @@ from typing import Any
 from django.db import connection
 
 from clinic import crypto
-from clinic.scale import Organisation, Timings, copy_rows, rng_uuid
-from patients.demo import aadhaar
+from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
+from patients.devdata.demo import aadhaar
+from patients.devdata.scale_names import FIRST_NAME_CUM_WEIGHTS, FIRST_NAMES, SURNAME_CUM_WEIGHTS, SURNAMES
 from patients.identifiers import format_patient_id
-from patients.scale_names import FIRST_NAME_CUM_WEIGHTS, FIRST_NAMES, SURNAME_CUM_WEIGHTS, SURNAMES
 from patients.services import PATIENT_NUMBER_SEQUENCE
 
 PATIENT_COLUMNS = [
@@ -47,7 +47,7 @@ class Patients:
     registered_days: list[date] = field(default_factory=list)
 
 
-def generate_patients(
+def scale_patients_generate(
     rng: random.Random, *, count: int, organisation: Organisation, first_day: date, today: date, timings: Timings
 ) -> Patients:
     """`count` patients numbered 1..count in registration order, registered from a year before first_day

@@ -18,8 +18,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from appointments.models import Appointment
-from clinic.scale import Organisation, Timings, copy_rows, rng_uuid
-from patients.scale import Patients
+from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
+from patients.devdata.scale import Patients
 
 HEAVY_VISITS = 500
 CANCEL_REASONS = ["Patient request", "Feeling better", "Travelling", "Doctor unavailable", "Rescheduled elsewhere"]

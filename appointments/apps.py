@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AppointmentsConfig(AppConfig):
     name = "appointments"
     verbose_name = "Scheduling"
+
+    def ready(self) -> None:
+        # The app's error classes declare its problem kinds: defined at start-up, before any request or
+        # OpenAPI document reads the registry (clinic.api.errors.PROBLEM_KINDS).
+        from appointments import errors  # noqa: F401

@@ -27,17 +27,9 @@ from billing.api.serializers import (
     payment_result,
 )
 from billing.models import Invoice
-from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.views import ClinicAPIView
-
-register_problem(
-    "duplicate_payment",
-    409,
-    "Duplicate payment",
-    "The invoice already has a payment with this payment_mode and reference.",
-)
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")

@@ -176,45 +176,45 @@ def test_a_new_class_is_in_the_registry_as_soon_as_it_is_defined(scratch_registr
     assert list(PROBLEM_KINDS).index("lab_result_pending") > list(PROBLEM_KINDS).index("invalid_state")
 
 
-def _classes(**by_code: type[DomainError]) -> dict[str, type[DomainError]]:
-    return dict(by_code)
+def _unregistered(base: type[DomainError], code: str, **attributes: Any) -> dict[str, type[DomainError]]:
+    """A class declaring `code` and `attributes`, made without registering it (its code is set after the
+    class exists), as the one class of a registry to build."""
+    cls = type(f"Scratch{base.__name__}", (base,), attributes)
+    cls.code = code
+    return {code: cls}
 
 
-def test_a_class_describing_a_kind_the_api_declares_is_refused(scratch_registry):
-    class Reused(DomainError):
-        status = 422
-        code = "idempotency_key_reused"
-        title = "Idempotency key reused"
-        description = "Said a second time."
+def test_a_class_describing_a_kind_the_api_declares_is_refused():
+    reused = _unregistered(
+        DomainError, "idempotency_key_reused", status=422, title="Idempotency key reused", description="Again."
+    )
 
     with pytest.raises(ImproperlyConfigured, match="'idempotency_key_reused' is declared twice"):
-        problem_kinds_build(API_KINDS, _classes(idempotency_key_reused=Reused))
+        problem_kinds_build(API_KINDS, reused)
 
 
-def test_a_class_raising_an_api_kind_with_another_status_or_title_is_refused(scratch_registry):
-    class WrongStatus(DomainError):
-        status = 409
-        code = "unknown_parameter"
-        title = "Unknown query parameter"
-
-    class WrongTitle(DomainError):
-        status = 400
-        code = "parse_error"
-        title = "Bad JSON"
+def test_a_class_raising_an_api_kind_with_another_status_or_title_is_refused():
+    wrong_status = _unregistered(DomainError, "unknown_parameter", status=409, title="Unknown query parameter")
+    wrong_title = _unregistered(DomainError, "parse_error", status=400, title="Bad JSON")
 
     with pytest.raises(ImproperlyConfigured, match="disagrees"):
-        problem_kinds_build(API_KINDS, _classes(unknown_parameter=WrongStatus))
+        problem_kinds_build(API_KINDS, wrong_status)
     with pytest.raises(ImproperlyConfigured, match="disagrees"):
-        problem_kinds_build(API_KINDS, _classes(parse_error=WrongTitle))
+        problem_kinds_build(API_KINDS, wrong_title)
 
 
-def test_a_class_with_a_code_of_its_own_but_no_description_is_refused(scratch_registry):
-    class Undescribed(Conflict):  # would otherwise show Conflict's description on its page
-        code = "undescribed"
-        title = "Undescribed"
+def test_a_class_raising_an_api_kind_with_its_status_and_title_takes_the_apis_description():
+    raising = _unregistered(DomainError, "unknown_parameter", status=400, title="Unknown query parameter")
+
+    assert problem_kinds_build(API_KINDS, raising) == API_KINDS
+
+
+def test_a_class_with_a_code_of_its_own_but_no_description_is_refused():
+    # It would otherwise show the description it inherits (Conflict's) on its page.
+    undescribed = _unregistered(Conflict, "undescribed", title="Undescribed")
 
     with pytest.raises(ImproperlyConfigured, match="no description"):
-        problem_kinds_build(API_KINDS, _classes(undescribed=Undescribed))
+        problem_kinds_build(API_KINDS, undescribed)
 
 
 def test_the_registry_is_complete_once_django_has_started_before_any_urlconf_or_view_is_imported():

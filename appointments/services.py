@@ -2,28 +2,29 @@
 
 Booking is race-safe: the free-cell rule is checked in Python for a clear answer, and PostgreSQL's
 exclusion constraints make a double booking impossible even when two requests pass that check at once.
-Every later change locks the appointment row first, so two concurrent transitions are serialised and
-the second one sees the state the first one left.
+Every later change locks the appointment row, so two concurrent transitions are serialised and the
+second one sees the state the first one left. appointments.locks holds the locks and the order they are
+taken in.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from appointments import events, notifications
+from appointments import events, locks, notifications
+from appointments.errors import CancellationWindow, OutsideAllowedTime, SlotUnavailable
 from appointments.models import Appointment, AppointmentChange
 from appointments.slots import is_free_cell
-from clinic.errors import Conflict, FieldError
+from clinic.db import violated_constraint
+from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, Doctor
 from patients.models import Patient, Visit
 
 Status = Appointment.Status
-_OVERLAP_CONSTRAINTS = ("appointment_no_double_booking", "appointment_patient_no_overlap")
 
 # CONTRACT section 7: the only transitions; anything else is 409 invalid_state.
 TRANSITIONS: dict[str, tuple[Status, ...]] = {
@@ -35,76 +36,14 @@ TRANSITIONS: dict[str, tuple[Status, ...]] = {
 }
 
 
-class SlotUnavailable(Conflict):
-    code = "slot_unavailable"
-    title = "Slot unavailable"
-
-
-class InvalidState(Conflict):
-    code = "invalid_state"
-    title = "Invalid state"
-
-
-class CancellationWindow(Conflict):
-    code = "cancellation_window"
-    title = "Inside the cancellation window"
-
-
-class OutsideAllowedTime(Conflict):
-    """A status change asked for at a time the appointment's schedule does not allow (CONTRACT section 11)."""
-
-    code = "outside_allowed_time"
-    title = "Not allowed at this time"
-
-
-def _next_token(doctor: Doctor, local_date: date) -> int:
-    """Take the doctor's next token number for the day. The counter row stays locked until commit, so
-    bookings of one doctor and day are numbered in commit order, and a rollback returns the number."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO appointments_tokencounter (doctor_id, local_date, last_number) VALUES (%s, %s, 1) "
-            "ON CONFLICT (doctor_id, local_date) "
-            "DO UPDATE SET last_number = appointments_tokencounter.last_number + 1 RETURNING last_number",
-            [doctor.pk, local_date],
-        )
-        return int(cursor.fetchone()[0])
-
-
-def _lock_day(doctor: Doctor, local_date: date) -> None:
-    """Hold the doctor's token counter row for the day until commit, as a booking does from _next_token.
-    Writes into one doctor's day then run one at a time, and the later one sees the earlier one's
-    appointment (a clean 409). Left to the exclusion constraint, writes racing into one interval are
-    settled by PostgreSQL's deadlock detector: one aborts with "deadlock detected" (a 500) after a
-    second's wait. Taken before the appointment's row lock, the order reset_token_sequence uses too."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO appointments_tokencounter (doctor_id, local_date, last_number) VALUES (%s, %s, 0) "
-            "ON CONFLICT (doctor_id, local_date) DO NOTHING",
-            [doctor.pk, local_date],
-        )
-        cursor.execute(
-            "SELECT 1 FROM appointments_tokencounter WHERE doctor_id = %s AND local_date = %s FOR UPDATE",
-            [doctor.pk, local_date],
-        )
-
-
-def _lock_patient(patient_id: uuid.UUID) -> None:
-    """Hold the patient's row until commit (FOR NO KEY UPDATE: rows referencing the patient can still be
-    written). Two writes for one patient with two doctors at overlapping times would otherwise each wait
-    on the other's uncommitted row in the patient exclusion constraint, and PostgreSQL would abort one
-    as a deadlock (a 500); serialised, the later one gets a clean 409. Taken after the day lock."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM patients_patient WHERE id = %s FOR NO KEY UPDATE", [patient_id])
-
-
 def _overlap_refusal(exc: IntegrityError) -> SlotUnavailable | None:
     """The 409 for a lost race (or a patient booked elsewhere at that time); None for other errors."""
-    message = str(exc)
-    if not any(name in message for name in _OVERLAP_CONSTRAINTS):
-        return None
-    if "appointment_patient_no_overlap" in message:
+    constraint = violated_constraint(exc)
+    if constraint == "appointment_patient_no_overlap":
         return SlotUnavailable("The patient already has an appointment at that time.")
-    return SlotUnavailable("That slot was just booked by another request.")
+    if constraint == "appointment_no_double_booking":
+        return SlotUnavailable("That slot was just booked by another request.")
+    return None
 
 
 def _record(appointment: Appointment, kind: str, *, actor: str, reason: str = "", **previous: Any) -> None:
@@ -136,8 +75,8 @@ def appointment_book(
     if not is_free_cell(doctor=doctor, branch=branch, start=slot_start, end=slot_end):
         raise SlotUnavailable("That interval is not a free slot of this doctor at this branch.")
     local_date = slot_start.astimezone(branch.zone).date()
-    token_number = _next_token(doctor, local_date)
-    _lock_patient(patient.pk)
+    token_number = locks.doctor_day_next_token(doctor=doctor, local_date=local_date)
+    locks.patient_lock(patient_id=patient.pk)
     try:
         # No savepoint: a refused insert aborts the whole booking anyway (the token taken above included).
         with transaction.atomic(savepoint=False):
@@ -166,11 +105,7 @@ def appointment_book(
 
 def _lock(appointment: Appointment, action: str) -> Appointment:
     """Re-read the appointment under a row lock and check that `action` is allowed from its status."""
-    locked = (
-        Appointment.objects.select_for_update(of=("self",))
-        .select_related("patient", "doctor__department", "branch")
-        .get(pk=appointment.pk)
-    )
+    locked = locks.appointment_lock(appointment_id=appointment.pk)
     if locked.status not in TRANSITIONS[action]:
         allowed = " or ".join(TRANSITIONS[action])
         raise InvalidState(
@@ -194,9 +129,9 @@ def appointment_reschedule(
     day the token number is kept; on another day the appointment takes that day's next number."""
     branch = appointment.branch  # the doctor and branch never change, so the target day is known unlocked
     local_date = slot_start.astimezone(branch.zone).date()
-    _lock_day(appointment.doctor, local_date)
+    locks.doctor_day_lock(doctor=appointment.doctor, local_date=local_date)
     appointment = _lock(appointment, "reschedule")
-    _lock_patient(appointment.patient_id)
+    locks.patient_lock(patient_id=appointment.patient_id)
     now = timezone.now()
     if appointment.slot_start <= now:
         raise InvalidState(
@@ -218,7 +153,7 @@ def appointment_reschedule(
     }
     if local_date != appointment.local_date:
         # The old day's number stays taken (numbers are never reused); the new day hands out its next.
-        appointment.token_number = _next_token(appointment.doctor, local_date)
+        appointment.token_number = locks.doctor_day_next_token(doctor=appointment.doctor, local_date=local_date)
         appointment.local_date = local_date
     appointment.slot_start, appointment.slot_end = slot_start, slot_end
     try:

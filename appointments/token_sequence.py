@@ -10,16 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from appointments import locks
+from appointments.errors import UnsafeReset
 from appointments.models import Appointment, AppointmentChange, TokenCounter
-from clinic.errors import DomainError
 from clinic.models import Branch, Doctor
-
-
-class UnsafeReset(DomainError):
-    code = "unsafe_reset"
 
 
 @dataclass
@@ -29,16 +26,6 @@ class TokenReset:
     next_before: int
     next_after: int
     renumbered: list[tuple[Appointment, int, int]] = field(default_factory=list)
-
-
-def _locked_counter(doctor: Doctor, local_date: date) -> TokenCounter:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO appointments_tokencounter (doctor_id, local_date, last_number) VALUES (%s, %s, 0) "
-            "ON CONFLICT (doctor_id, local_date) DO NOTHING",
-            [doctor.pk, local_date],
-        )
-    return TokenCounter.objects.select_for_update().get(doctor=doctor, local_date=local_date)
 
 
 @transaction.atomic
@@ -57,14 +44,9 @@ def token_sequence_reset(
         raise UnsafeReset("Give exactly one of --start N or --renumber.")
     if branch is not None and not doctor.branches.filter(pk=branch.pk).exists():
         raise UnsafeReset(f"{doctor} does not consult at {branch.code}.")
-    counter = _locked_counter(doctor, local_date)
-    day = list(
-        Appointment.objects.select_for_update()
-        .filter(doctor=doctor, local_date=local_date)
-        .select_related("patient", "branch")
-        .order_by("slot_start", "id")
-    )
-    plan = TokenReset(doctor, local_date, counter.last_number + 1, counter.last_number + 1)
+    last_number = locks.doctor_day_lock(doctor=doctor, local_date=local_date)
+    day = locks.day_appointments_lock(doctor=doctor, local_date=local_date)
+    plan = TokenReset(doctor, local_date, last_number + 1, last_number + 1)
     if start is not None:
         if start < 1:
             raise UnsafeReset("--start must be 1 or more.")
@@ -79,7 +61,7 @@ def token_sequence_reset(
     else:
         _plan_renumber(plan, day, branch)
     if not dry_run:
-        _apply(plan, counter)
+        _apply(plan)
     return plan
 
 
@@ -111,7 +93,7 @@ def _plan_renumber(plan: TokenReset, day: list[Appointment], branch: Branch | No
     plan.next_after = len(active) + 1
 
 
-def _apply(plan: TokenReset, counter: TokenCounter) -> None:
+def _apply(plan: TokenReset) -> None:
     # Two steps so that swapping numbers never meets the unique (doctor, day, number) constraint midway.
     offset = 1_000_000
     for appointment, old, _new in plan.renumbered:
@@ -128,5 +110,4 @@ def _apply(plan: TokenReset, counter: TokenCounter) -> None:
             actor="command:reset_token_sequence",
             previous_token_number=old,
         )
-    counter.last_number = plan.next_after - 1
-    counter.save(update_fields=["last_number"])
+    TokenCounter.objects.filter(doctor=plan.doctor, local_date=plan.local_date).update(last_number=plan.next_after - 1)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import uuid
 from datetime import date
 
-from django.db import connection
+from billing.models import InvoiceNumberCounter
+from clinic.db import counter_next
 
 NUMBER_DIGITS = 5
 
@@ -32,13 +33,4 @@ def format_invoice_number(branch_code: str, year: str, number: int) -> str:
 
 def next_invoice_number(*, branch_id: uuid.UUID, year: str) -> int:
     """Take the branch's next number of the year. Call inside the transaction that stores it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO billing_invoicenumbercounter (branch_id, financial_year, last_number) VALUES (%s, %s, 1) "
-            "ON CONFLICT (branch_id, financial_year) "
-            "DO UPDATE SET last_number = billing_invoicenumbercounter.last_number + 1 RETURNING last_number",
-            [branch_id, year],
-        )
-        row = cursor.fetchone()
-    assert row is not None  # RETURNING always yields the row
-    return int(row[0])
+    return counter_next(counter=InvoiceNumberCounter, key={"branch": branch_id, "financial_year": year})

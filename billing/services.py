@@ -1,10 +1,9 @@
 """Writes on invoices and payments: drafts and their lines, finalization with gap-free numbers,
 cancellation, and payments (CONTRACT section 8).
 
-Every change to an existing invoice locks its row first (SELECT ... FOR UPDATE), so concurrent changes
-of one invoice are serialised and each sees the state the previous one left: two payments can never
-together exceed the total, and an invoice cannot be paid and cancelled at once. The stored totals are
-recomputed from the lines by the same transaction that changes them.
+Every change to an existing invoice locks its row first (billing.locks, which states the lock order), so
+concurrent changes of one invoice are serialised and each sees the state the previous one left. The
+stored totals are recomputed from the lines by the same transaction that changes them.
 """
 
 from __future__ import annotations
@@ -20,9 +19,11 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from billing import numbering, tax
+from billing import locks, numbering, tax
+from billing.errors import DuplicatePayment
 from billing.models import BILLED_STATUSES, BillableService, Invoice, LineItem, Payment
-from clinic.errors import Conflict, FieldError
+from clinic.db import violated_constraint
+from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, Department
 from patients.models import Patient
 
@@ -37,16 +38,6 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "cancel": (Status.DRAFT, Status.FINALIZED),
     "pay": PAYABLE,
 }
-
-
-class InvalidState(Conflict):
-    code = "invalid_state"
-    title = "Invalid state"
-
-
-class DuplicatePayment(Conflict):
-    code = "duplicate_payment"
-    title = "Duplicate payment"
 
 
 @dataclass(frozen=True)
@@ -90,7 +81,7 @@ def _check_invoice_date(branch: Branch, day: date) -> None:
 
 def _lock(invoice: Invoice, action: str) -> Invoice:
     """Re-read the invoice under a row lock and check that `action` is allowed from its status."""
-    locked = Invoice.objects.select_for_update(of=("self",)).select_related("branch").get(pk=invoice.pk)
+    locked = locks.invoice_lock(invoice_id=invoice.pk)
     if locked.status not in TRANSITIONS[action]:
         allowed = " or ".join(TRANSITIONS[action])
         raise InvalidState(
@@ -347,7 +338,7 @@ def payment_record(
                 recorded_by=recorded_by[:200],
             )
     except IntegrityError as exc:  # a backstop: the row lock already serialises payments of one invoice
-        if "payment_unique_reference_per_invoice" in str(exc):
+        if violated_constraint(exc) == "payment_unique_reference_per_invoice":
             raise _duplicate(payment_mode, reference) from None
         raise
     invoice.paid += amount

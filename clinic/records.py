@@ -23,7 +23,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models.deletion import ProtectedError, RestrictedError
 from django.utils import timezone
 
-from clinic.errors import Conflict, FieldError
+from clinic.errors import FieldError, InvalidState, RecordNotDeletable
 from clinic.models import EnteredInErrorModel, RecordChange
 
 # The SQLSTATE the triggers raise, so a refusal is recognised without reading the message (which names the row).
@@ -50,13 +50,6 @@ def refuse_delete_sql(table: str, noun: str) -> tuple[str, str]:
         f"FOR EACH ROW EXECUTE FUNCTION clinic_refuse_delete('{noun}');"
     )
     return forward, f"DROP TRIGGER IF EXISTS {trigger} ON {table};"
-
-
-class RecordNotDeletable(Conflict):
-    """409: a clinical or financial record was about to be deleted."""
-
-    code = "record_not_deletable"
-    title = "Records are never deleted"
 
 
 def is_delete_refusal(exc: BaseException) -> bool:
@@ -150,7 +143,7 @@ def clinical_record_mark_entered_in_error(*, record: Record, by: str, reason: st
     model = type(record)
     locked = model._default_manager.select_for_update().get(pk=record.pk)
     if locked.entered_in_error:
-        raise Conflict(f"{locked} is already marked entered in error.", code="invalid_state")
+        raise InvalidState(f"{locked} is already marked entered in error.")
     locked.entered_in_error = True
     locked.entered_in_error_at = timezone.now()
     locked.entered_in_error_by = by

@@ -9,13 +9,18 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from clinic import crypto
-from clinic.errors import Conflict, FieldError
+from clinic.db import violated_constraint
+from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, RecordChange
 from clinic.records import record_change_write
+from patients import locks
+from patients.errors import DuplicatePatient
 from patients.identifiers import format_patient_id
 from patients.models import Insurance, Patient
 
 PATIENT_NUMBER_SEQUENCE = "patients_patient_number_seq"
+# The ABHA number column's unique constraint, as PostgreSQL named it when migration 0001 created the table.
+ABHA_UNIQUE_CONSTRAINT = "patients_patient_national_health_id_key"
 
 # Create/PATCH fields (API and admin) that map one-to-one onto model columns.
 COLUMN_FIELDS = (
@@ -35,18 +40,6 @@ ADDRESS_FIELDS = {
     "state": "address_state",
     "pincode": "address_pincode",
 }
-
-
-class DuplicatePatient(Conflict):
-    code = "duplicate_patient"
-    title = "Duplicate patient"
-
-
-def _lock_identity(phone: str, date_of_birth: date) -> None:
-    """Serialise registrations of one phone+birth date until commit, so two concurrent creates of the
-    same person cannot both pass the duplicate check (a transaction-scoped advisory lock)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"patient:{phone}:{date_of_birth}"])
 
 
 def patient_duplicate_find(
@@ -116,7 +109,7 @@ def _save(patient: Patient, visible_branch_ids: frozenset[Any] | None = None) ->
         with transaction.atomic():
             patient.save()
     except IntegrityError as exc:
-        if "national_health_id" in str(exc):
+        if violated_constraint(exc) == ABHA_UNIQUE_CONSTRAINT:
             _check_abha_free(patient, visible_branch_ids)  # a concurrent registration took it: say whose
             raise FieldError(
                 {"national_health_id": "This ABHA number is already registered to another patient."}
@@ -153,7 +146,7 @@ def patient_create(
     """Register a patient. `data` holds validated create fields; raises DuplicatePatient (409).
     `visible_branch_ids`: the branches the caller may see (None: all), so a conflict with a record
     elsewhere names no ids."""
-    _lock_identity(data["phone"], data["date_of_birth"])
+    locks.identity_lock(phone=data["phone"], date_of_birth=data["date_of_birth"])
     _check_duplicate(phone=data["phone"], date_of_birth=data["date_of_birth"], visible_branch_ids=visible_branch_ids)
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval(%s)", [PATIENT_NUMBER_SEQUENCE])
@@ -170,11 +163,11 @@ def patient_update(
     *, patient: Patient, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None
 ) -> Patient:
     """Apply a partial update; the duplicate rule is checked again when phone or birth date change."""
-    locked = Patient.objects.select_for_update().get(pk=patient.pk)
+    locked = locks.patient_lock(patient_id=patient.pk)
     phone = data.get("phone", locked.phone)
     date_of_birth = data.get("date_of_birth", locked.date_of_birth)
     if (phone, date_of_birth) != (locked.phone, locked.date_of_birth):
-        _lock_identity(phone, date_of_birth)
+        locks.identity_lock(phone=phone, date_of_birth=date_of_birth)
         _check_duplicate(
             phone=phone, date_of_birth=date_of_birth, exclude_id=locked.pk, visible_branch_ids=visible_branch_ids
         )
@@ -214,9 +207,9 @@ def patient_deactivate(*, patient: Patient, by: str, reason: str) -> Patient:
     """Deactivate a registration: it stays readable with all its records, and no longer counts as a
     duplicate of a new one. 409 invalid_state when it is inactive already."""
     reason = _required_reason(reason)
-    locked = Patient.objects.select_for_update().get(pk=patient.pk)
+    locked = locks.patient_lock(patient_id=patient.pk)
     if not locked.is_active:
-        raise Conflict(f"{locked.patient_id} is already inactive.", code="invalid_state")
+        raise InvalidState(f"{locked.patient_id} is already inactive.")
     locked.is_active = False
     locked.save(update_fields=["is_active", "updated_at"])
     record_change_write(
@@ -240,15 +233,14 @@ def patient_merge(*, source: Patient, target: Patient, by: str, reason: str) -> 
     reason = _required_reason(reason)
     if source.pk == target.pk:
         raise FieldError({"target": "A patient cannot be merged into itself."})
-    # Both rows locked in one order, so two merges of the same pair in opposite directions cannot deadlock.
-    locked = {p.pk: p for p in Patient.objects.select_for_update().filter(pk__in=[source.pk, target.pk]).order_by("pk")}
+    locked = locks.patients_lock(patient_ids=[source.pk, target.pk])
     source, target = locked[source.pk], locked[target.pk]
     if source.merged_into_id is not None:
-        raise Conflict(f"{source.patient_id} is already merged into another record.", code="invalid_state")
+        raise InvalidState(f"{source.patient_id} is already merged into another record.")
     if target.merged_into_id is not None or not target.is_active:
         raise FieldError({"target": f"{target.patient_id} is inactive or merged; merge into the record that survives."})
     now = timezone.now()
-    for earlier in Patient.objects.select_for_update().filter(merged_into=source).order_by("pk"):
+    for earlier in locks.merged_into_lock(patient_id=source.pk):
         earlier.merged_into = target
         earlier.save(update_fields=["merged_into", "updated_at"])
         record_change_write(

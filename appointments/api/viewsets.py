@@ -29,7 +29,6 @@ from appointments.models import Appointment
 from appointments.representations import appointment_payload, slot_list
 from appointments.selectors import appointment_get, appointment_list, doctor_branch_resolve
 from appointments.slots import free_cells
-from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.shapes import shape
@@ -38,27 +37,6 @@ from clinic.errors import FieldError, NotFound
 from clinic.selectors import doctor_get
 from patients.models import Patient
 from patients.selectors import patient_get
-
-register_problem(
-    "slot_unavailable",
-    409,
-    "Slot unavailable",
-    "The interval is not a free slot of the doctor, or the patient already has an appointment then.",
-)
-register_problem(
-    "cancellation_window",
-    409,
-    "Inside the cancellation window",
-    "The appointment starts within the branch's cancellation window; only staff can cancel it now. "
-    "See cancellable_until.",
-)
-register_problem(
-    "outside_allowed_time",
-    409,
-    "Not allowed at this time",
-    "The status change is not allowed yet or any more: check-in only on the appointment's local day, no-show "
-    "only once it has started. See allowed_from (and allowed_until).",
-)
 
 _READ, _WRITE = "appointments:read", "appointments:write"
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Appointment UUID (appointment_id).")

@@ -39,18 +39,10 @@ from billing.representations import (
     invoice_summary,
     payment_result,
 )
-from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import ClinicAutoSchema, location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
-
-register_problem(
-    "duplicate_payment",
-    409,
-    "Duplicate payment",
-    "The invoice already has a payment with this payment_mode and reference.",
-)
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")

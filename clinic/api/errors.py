@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from django import db
+from django.core.exceptions import NON_FIELD_ERRORS, ImproperlyConfigured
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
@@ -22,7 +24,7 @@ from rest_framework.response import Response
 from clinic.api.context import request_context
 from clinic.api.renderers import JSONRenderer, dumps
 from clinic.api.request_id import current_request_id
-from clinic.errors import DomainError, FieldError
+from clinic.errors import DomainError, FieldError, problem_classes
 
 logger = logging.getLogger("clinic.api")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -36,10 +38,10 @@ class ProblemKind:
     description: str
 
 
-PROBLEM_KINDS: dict[str, ProblemKind] = {
-    "validation_error": ProblemKind(400, "Invalid input", "One or more fields are invalid; see `errors`."),
+# The kinds the API layer itself produces (DRF, authentication, client controls, idempotency). Every other
+# kind is declared by the domain error class that raises it (clinic.errors and each app's errors module).
+API_KINDS: dict[str, ProblemKind] = {
     "parse_error": ProblemKind(400, "Malformed request body", "The body is not valid JSON."),
-    "invalid_request": ProblemKind(400, "Invalid request", "The request cannot be processed as sent."),
     "unknown_parameter": ProblemKind(
         400, "Unknown query parameter", "The operation does not take this query parameter; see `errors`."
     ),
@@ -48,13 +50,8 @@ PROBLEM_KINDS: dict[str, ProblemKind] = {
     "insufficient_scope": ProblemKind(403, "Insufficient scope", "The token lacks the scope the operation needs."),
     "ip_not_allowed": ProblemKind(403, "Address not allowed", "The client may not call from this IP address."),
     "permission_denied": ProblemKind(403, "Forbidden", "The client may not perform this operation."),
-    "not_found": ProblemKind(404, "Not found", "No such resource, or not visible to this client."),
     "method_not_allowed": ProblemKind(405, "Method not allowed", "See the Allow header."),
     "not_acceptable": ProblemKind(406, "Not acceptable", "The API produces application/json only."),
-    "conflict": ProblemKind(409, "Conflict", "The request conflicts with the current state."),
-    "invalid_state": ProblemKind(
-        409, "Invalid state", "The operation is not allowed in the resource's current status; see current_status."
-    ),
     "idempotency_key_in_use": ProblemKind(
         409, "Idempotency key in use", "A request with this Idempotency-Key is still being processed."
     ),
@@ -71,9 +68,53 @@ PROBLEM_KINDS: dict[str, ProblemKind] = {
 }
 
 
-def register_problem(code: str, status_code: int, title: str, description: str) -> None:
-    """Domain apps add their own kinds (duplicate_patient, slot_unavailable...) at import."""
-    PROBLEM_KINDS.setdefault(code, ProblemKind(status_code, title, description))
+def problem_kinds_build(
+    api_kinds: Mapping[str, ProblemKind], classes: Mapping[str, type[DomainError]]
+) -> dict[str, ProblemKind]:
+    """Every kind, in status then code order. Raises ImproperlyConfigured when a kind is declared twice
+    (a class describing a kind the API declares) or disagrees with the API's declaration, or when a class
+    neither describes its kind nor raises one the API declares."""
+    kinds = dict(api_kinds)
+    for code, cls in classes.items():
+        description, declared = cls.own_description(), api_kinds.get(code)
+        if declared is None and description is None:
+            raise ImproperlyConfigured(f"{cls.__qualname__} declares code {code!r} but no description.")
+        if declared is not None and description is not None:
+            raise ImproperlyConfigured(f"Problem kind {code!r} is declared twice: by {cls.__qualname__} and the API.")
+        if declared is not None and (declared.status, declared.title) != (cls.status, cls.title):
+            raise ImproperlyConfigured(f"{cls.__qualname__} disagrees with the API's {code!r}: {declared}.")
+        if description is not None:
+            kinds[code] = ProblemKind(cls.status, cls.title, description)
+    return dict(sorted(kinds.items(), key=lambda item: (item[1].status, item[0])))
+
+
+class ProblemRegistry(Mapping[str, ProblemKind]):
+    """code -> ProblemKind, built when read from the API's kinds and the domain error classes defined by
+    then (every app imports its errors module when Django starts: see its AppConfig.ready)."""
+
+    def __init__(self, api_kinds: Mapping[str, ProblemKind]) -> None:
+        self._api_kinds = api_kinds
+        self._built: dict[str, ProblemKind] = {}
+        self._built_from: tuple[type[DomainError], ...] = ()
+
+    def _kinds(self) -> dict[str, ProblemKind]:
+        classes = problem_classes()
+        if tuple(classes.values()) != self._built_from:  # a class defined since: build again
+            self._built = problem_kinds_build(self._api_kinds, classes)
+            self._built_from = tuple(classes.values())
+        return self._built
+
+    def __getitem__(self, code: str) -> ProblemKind:
+        return self._kinds()[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds())
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+
+PROBLEM_KINDS = ProblemRegistry(API_KINDS)
 
 
 def problem_body(
@@ -147,6 +188,18 @@ def validation_errors(detail: Any) -> list[dict[str, Any]]:
     return list(_flatten(detail))
 
 
+def django_validation_errors(exc: DjangoValidationError) -> list[dict[str, Any]]:
+    """Django's ValidationError as the same flat list: one entry per message, naming its field (None for
+    an error of the whole object)."""
+    by_field = exc.error_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.error_list}
+    return [
+        {"field": None if field == NON_FIELD_ERRORS else field, "code": error.code or "invalid", "message": message}
+        for field, errors in by_field.items()
+        for error in errors
+        for message in error.messages
+    ]
+
+
 class ProblemResponse(Response):
     """Rendered as JSON whatever renderer the view negotiated: the schema view's YAML renderer or the
     docs page's HTML template would otherwise write the problem in their own format, under a
@@ -172,6 +225,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if isinstance(exc, FieldError):
         errors = [{"field": field, "code": "invalid", "message": message} for field, message in exc.errors.items()]
         return _problem(400, exc.code, exc.detail, errors=errors)
+    if isinstance(exc, DjangoValidationError):  # a model's full_clean() or validator in a service
+        return _problem(
+            400, "validation_error", "The request has invalid fields.", errors=django_validation_errors(exc)
+        )
     if isinstance(exc, DomainError):
         # One title per problem type (RFC 9457 3.1.3), the one its /problems/ page shows: a generic class
         # raised with a specific code, Conflict(code="idempotency_key_in_use"), must not say just "Conflict".

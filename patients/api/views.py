@@ -7,7 +7,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from clinic.api.errors import register_problem
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.views import ClinicAPIView
@@ -15,13 +14,6 @@ from clinic.selectors import client_branch_ids
 from patients import selectors, services
 from patients.api import schema
 from patients.api.serializers import PatientListParams, PatientWriteSerializer, patient_profile, patient_summary
-
-register_problem(
-    "duplicate_patient",
-    409,
-    "Duplicate patient",
-    "An active patient has the same phone and date of birth; see existing_patient_id and existing_id.",
-)
 
 _REF = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Patient UUID or patient_id (PAT-000123).")
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from appointments.token_sequence import UnsafeReset, token_sequence_reset
+from appointments.errors import UnsafeReset
+from appointments.token_sequence import token_sequence_reset
 from clinic.models import Branch, Doctor
 
 

@@ -1,0 +1,12 @@
+"""The billing app's domain errors; the generic ones (NotFound, Conflict, InvalidState, FieldError) are in
+clinic.errors."""
+
+from __future__ import annotations
+
+from clinic.errors import Conflict
+
+
+class DuplicatePayment(Conflict):
+    code = "duplicate_payment"
+    title = "Duplicate payment"
+    description = "The invoice already has a payment with this payment_mode and reference."

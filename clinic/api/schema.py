@@ -5,6 +5,7 @@ webhooks of the event registry, and the links from create operations to those th
 
 from __future__ import annotations
 
+import inspect
 import re
 from decimal import Decimal
 from typing import Any
@@ -18,6 +19,7 @@ from rest_framework import serializers
 from clinic.api.errors import PROBLEM_KINDS, PROBLEM_MEDIA_TYPE
 from clinic.api.params import declared_query_params
 from clinic.api.permissions import required_scope
+from clinic.api.shapes import shape
 from integrations.scopes import SCOPES
 
 SECURITY_SCHEME = "oauth2"
@@ -32,8 +34,18 @@ class ClinicAutoSchema(AutoSchema):
     - a view with `partial_patch = False` takes a complete body on PATCH (reschedule), not any subset;
     - money and other decimals are JSON numbers: `format: decimal` with `multipleOf` their precision;
     - a component's description is its `openapi_description`, never a developer docstring (inherited
-      ones included: every request body would otherwise describe StrictSerializer's internals).
+      ones included: every request body would otherwise describe StrictSerializer's internals);
+    - an operation's description is its handler's docstring (`list`, `create`, an `@action`, or a plain
+      view's `get`), never the class's: a ViewSet's docstring is a note for developers.
     """
+
+    def get_description(self) -> str:  # type: ignore[override] # drf-spectacular's signature
+        handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
+        doc = getattr(handler, "__doc__", None)
+        if not doc:
+            return ""
+        # A docstring's line breaks are only its width: each paragraph becomes one line of Markdown.
+        return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(doc).split("\n\n"))
 
     def get_override_parameters(self) -> list[Any]:
         return [*declared_query_params(self.view, self.method), *super().get_override_parameters()]
@@ -132,8 +144,16 @@ def location_header(template: str) -> OpenApiParameter:
     )
 
 
-def list_responses(serializer: type[serializers.Serializer]) -> dict[int, OpenApiResponse]:
-    return {200: OpenApiResponse(serializer(many=True), description="A bare JSON array; totals and links in headers.")}
+def list_responses(item: type) -> dict[int, OpenApiResponse]:
+    """200 with a bare JSON array of `item`: a representation (a TypedDict, see clinic.api.shapes) or a
+    serializer class."""
+    array = item(many=True) if issubclass(item, serializers.BaseSerializer) else shape(item, many=True)
+    return {200: OpenApiResponse(array, description="A bare JSON array; totals and links in headers.")}
+
+
+def path_id(description: str) -> OpenApiParameter:
+    """The `{id}` of a detail path, with what it accepts."""
+    return OpenApiParameter("id", str, OpenApiParameter.PATH, description=description)
 
 
 # The members a problem may carry besides the RFC 9457 ones, by the codes that set them. Optional

@@ -9,6 +9,8 @@ type cannot say is added with `Annotated` metadata:
     email: Annotated[str | None, Format.EMAIL]
     total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
     status: Literal["booked", "cancelled"]            # an enum
+    state: Annotated[str, Choices(IndianState)]       # an enum of a TextChoices, documented with its labels
+    registered_at: DateTimeText                       # a value the builder already wrote as ISO text
 
 `X | None` is nullable; `NotRequired[...]` keys may be absent.
 """
@@ -49,6 +51,28 @@ Money = Number(max_digits=12, decimal_places=2)
 class Format(Enum):
     EMAIL = "email"
     URI = "uri"
+    # Text that a builder writes itself (a local time with its branch's offset, an id read as text from
+    # SQL): the string is what goes on the wire, the format says what it holds.
+    UUID = "uuid"
+    DATE = "date"
+    DATE_TIME = "date-time"
+
+
+_TEXT_FIELDS: dict[Format, type[serializers.Field]] = {
+    Format.UUID: serializers.UUIDField,
+    Format.DATE: serializers.DateField,
+    Format.DATE_TIME: serializers.DateTimeField,
+}
+UUIDText = Annotated[str, Format.UUID]
+DateText = Annotated[str, Format.DATE]
+DateTimeText = Annotated[str, Format.DATE_TIME]
+
+
+@dataclass(frozen=True)
+class Choices:
+    """A string enum with the values and labels of a Django `TextChoices` (a `Literal` has no labels)."""
+
+    enum: type[Any]
 
 
 @dataclass(frozen=True)
@@ -93,6 +117,9 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             kwargs["min_value"] = bounds.minimum
         if bounds.maximum is not None:
             kwargs["max_value"] = bounds.maximum
+    choices = next((item for item in metadata if isinstance(item, Choices)), None)
+    if choices is not None:
+        return serializers.ChoiceField(choices=choices.enum.choices, **kwargs)
     origin = get_origin(bare)
     if origin is list:
         (item_hint,) = get_args(bare)
@@ -127,6 +154,9 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             return serializers.EmailField(**kwargs)
         if Format.URI in formats:
             return serializers.URLField(**kwargs)
+        text_format = next(iter(formats & _TEXT_FIELDS.keys()), None)
+        if text_format is not None:
+            return _TEXT_FIELDS[text_format](**kwargs)
         return serializers.CharField(**kwargs)
     raise TypeError(f"No OpenAPI mapping for {hint!r}.")
 

@@ -1,7 +1,8 @@
 """The access contract, once for every operation in the OpenAPI schema (so a new endpoint is covered the
 moment it is documented): no token is 401 with `WWW-Authenticate: Bearer error="invalid_token"`-style
 challenge, a token with every scope but the one the operation names is 403 insufficient_scope naming
-it, and neither request changes anything."""
+it, and neither request changes anything. Then branch visibility and the audit trail, for every operation
+the document lists (see the section below)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from django.test import Client
 from integrations.models import AuditLogEntry
 from integrations.scopes import SCOPES
 from tests.clinic import operation_cases as cases
+from tests.clinic.documented_operations import OPERATIONS as DOCUMENTED
+from tests.clinic.documented_operations import references
+from tests.clinic.two_branches import World, seed_world
 from tests.conftest import bearer
 
 pytestmark = pytest.mark.django_db
@@ -103,21 +107,21 @@ def test_an_invalid_token_is_401_invalid_token(client, method, path, scope):
 
 # --- Branch visibility and the audit trail, for every operation of the document --------------------------
 #
-# Driven by the one table of tests/clinic/operation_cases.py: a seeded world at two branches (home, where
-# the calling client is limited to, and other), and per operation a request that succeeds from home, the
+# Driven by the one table of tests/clinic/operation_cases.py on the world of two_branches.py (home, which
+# the calling client is limited to, and other): per operation, a request that succeeds from home, the
 # patients its audit row names, and what the client gets when one reference of the request (a path id, or a
 # query or body `<entity>_id`, read from the document) names the other branch's object instead.
 
-CONTRACT_OPERATIONS = [op for op in cases.OPERATIONS if op.path not in UNPROTECTED]
-REFERENCES = [(op, name) for op in CONTRACT_OPERATIONS for name in cases.references(op)]
+CONTRACT_OPERATIONS = [op for op in DOCUMENTED if op.path not in UNPROTECTED]
+REFERENCES = [(op, name) for op in CONTRACT_OPERATIONS for name in references(op)]
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Written by every request whatever it does: the audit row itself.
 NOT_STATE = {AuditLogEntry._meta.db_table}
 
 
 @pytest.fixture
-def world(api_client_factory, issue_token) -> cases.World:
-    return cases.seed_world(api_client_factory, issue_token)
+def world(api_client_factory, issue_token) -> World:
+    return seed_world(api_client_factory, issue_token)
 
 
 def _table_checksums() -> dict[str, str]:
@@ -139,7 +143,7 @@ def _ids(items: list[Any]) -> set[str]:
 
 
 def test_the_case_table_has_exactly_the_documented_operations():
-    documented = {op.operation_id for op in cases.OPERATIONS}
+    documented = {op.operation_id for op in DOCUMENTED}
 
     assert sorted(documented - set(cases.CASES)) == [], "documented operations without a case in operation_cases"
     assert sorted(set(cases.CASES) - documented) == [], "cases of operations the document does not list"
@@ -147,11 +151,11 @@ def test_the_case_table_has_exactly_the_documented_operations():
 
 @pytest.mark.parametrize("operation", CONTRACT_OPERATIONS, ids=str)
 def test_every_reference_the_document_lists_has_its_refusal_in_the_table(operation):
-    assert sorted(cases.CASES[operation.operation_id].refused) == cases.references(operation)
+    assert sorted(cases.CASES[operation.operation_id].refused) == references(operation)
 
 
 def test_the_references_are_read_from_the_document():
-    found = {op.operation_id: cases.references(op) for op in CONTRACT_OPERATIONS}
+    found = {op.operation_id: references(op) for op in CONTRACT_OPERATIONS}
 
     assert found["patients_partial_update"] == ["branch_id", "id"]
     assert found["appointments_create"] == ["branch_id", "doctor_id", "patient_id"]

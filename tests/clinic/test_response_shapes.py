@@ -24,6 +24,8 @@ from referencing.jsonschema import DRAFT202012
 
 from tests.appointments.lifecycle_helpers import DAY
 from tests.clinic import operation_cases as cases
+from tests.clinic.documented_operations import DOCUMENT, OPERATIONS, Operation
+from tests.clinic.two_branches import World, seed_world
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +71,7 @@ def _closed(node: Any) -> Any:
 
 
 REGISTRY: Registry[Any] = Registry().with_resource(
-    DOCUMENT_URI, Resource.from_contents(_closed(copy.deepcopy(cases.DOCUMENT)), default_specification=DRAFT202012)
+    DOCUMENT_URI, Resource.from_contents(_closed(copy.deepcopy(DOCUMENT)), default_specification=DRAFT202012)
 )
 
 
@@ -77,7 +79,7 @@ def _pointer(*parts: str) -> str:
     return "/".join(part.replace("~", "~0").replace("/", "~1") for part in parts)
 
 
-def _validator(operation: cases.Operation, status: int, media_type: str) -> Draft202012Validator:
+def _validator(operation: Operation, status: int, media_type: str) -> Draft202012Validator:
     pointer = _pointer(
         "paths", operation.path, operation.method.lower(), "responses", str(status), "content", media_type, "schema"
     )
@@ -86,7 +88,7 @@ def _validator(operation: cases.Operation, status: int, media_type: str) -> Draf
 
 # Further successful calls of some operations, for what the table's one call does not reach: null members,
 # other states, the unfiltered lists and search.
-VARIANTS: list[tuple[str, str, Callable[[cases.World], cases.Call]]] = [
+VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
     ("patients_list", "unfiltered", lambda w: cases.Call("GET", "/api/v1/patients")),
     ("patients_list", "search", lambda w: cases.Call("GET", "/api/v1/patients", {"search": "priya sharma"})),
     ("patients_retrieve", "nulls", lambda w: cases.Call("GET", f"/api/v1/patients/{w.home.plain.id}")),
@@ -147,28 +149,25 @@ VARIANTS: list[tuple[str, str, Callable[[cases.World], cases.Call]]] = [
     ),
 ]
 
-CALLS = [(op, "case", None) for op in cases.OPERATIONS] + [
-    (op, name, call)
-    for operation_id, name, call in VARIANTS
-    for op in cases.OPERATIONS
-    if op.operation_id == operation_id
+CALLS = [(op, "case", None) for op in OPERATIONS] + [
+    (op, name, call) for operation_id, name, call in VARIANTS for op in OPERATIONS if op.operation_id == operation_id
 ]
 
 
 @pytest.fixture
-def world(api_client_factory, issue_token) -> cases.World:
-    return cases.seed_world(api_client_factory, issue_token)
+def world(api_client_factory, issue_token) -> World:
+    return seed_world(api_client_factory, issue_token)
 
 
 def test_every_documented_operation_has_a_case():
-    documented = {op.operation_id for op in cases.OPERATIONS}
+    documented = {op.operation_id for op in OPERATIONS}
 
     assert sorted(documented - set(cases.CASES)) == []
     assert {operation_id for operation_id, _, _ in VARIANTS} <= documented
 
 
 def test_every_format_the_document_uses_is_checked():
-    used = set(re.findall(r'"format": "([^"]+)"', json.dumps(cases.DOCUMENT, default=str)))
+    used = set(re.findall(r'"format": "([^"]+)"', json.dumps(DOCUMENT, default=str)))
 
     assert used - set(FORMATS.checkers) == set()
 
@@ -201,8 +200,8 @@ def test_the_response_of_a_successful_call_is_valid_against_its_documented_schem
     assert errors == [], "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
 
 
-def _operation(operation_id: str) -> cases.Operation:
-    (operation,) = [op for op in cases.OPERATIONS if op.operation_id == operation_id]
+def _operation(operation_id: str) -> Operation:
+    (operation,) = [op for op in OPERATIONS if op.operation_id == operation_id]
     return operation
 
 

@@ -3,17 +3,19 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clinic.api import meta_views
-from clinic.api.branch_views import BranchListView
-from clinic.api.doctor_views import DoctorDetailView, DoctorListView
 from clinic.api.errors import api_not_found
+from clinic.api.organisation import BranchViewSet, DoctorViewSet
+from clinic.api.viewsets import ClinicRouter
 from integrations.clients.oauth import RevokeTokenView, TokenView
+
+organisation = ClinicRouter()
+organisation.register("branches", BranchViewSet, basename="branch")  # branch-list
+organisation.register("doctors", DoctorViewSet, basename="doctor")  # doctor-list, doctor-detail
 
 api_v1 = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
     path("auth/revoke", RevokeTokenView.as_view(), name="auth-revoke"),
-    path("branches", BranchListView.as_view(), name="branch-list"),
-    path("doctors", DoctorListView.as_view(), name="doctor-list"),
-    path("doctors/<str:id>", DoctorDetailView.as_view(), name="doctor-detail"),
+    *organisation.urls,
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),

@@ -12,9 +12,6 @@ from django.test import Client
 
 from tests.factories import ApiClientFactory
 
-# tests/clinic/test_operation_contract.py imports bearer from here; every other module from tests.helpers.
-from tests.helpers import bearer as bearer
-
 
 @pytest.fixture(scope="session", autouse=True)
 def _clean_redis() -> None:

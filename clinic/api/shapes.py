@@ -7,11 +7,12 @@ type cannot say is added with `Annotated` metadata:
 
     phone: Annotated[str, Doc("E.164")]
     email: Annotated[str | None, Format.EMAIL]
-    created_at: Annotated[str, Format.DATE_TIME]      # a builder's isoformat(), documented as a date-time
     total: Annotated[Decimal, Money]                  # a JSON number with two decimal places
-    mode: Literal["cash", "card"]                     # an enum
-    status: Annotated[str, Invoice.Status]            # the enum of a model's choices, labels included
+    status: Literal["booked", "cancelled"]            # an enum
+    state: Annotated[str, Choices(IndianState)]       # an enum of a TextChoices, documented with its labels
+    status: Annotated[str, Invoice.Status]            # the same, for a model's own choices
     by_mode: dict[str, Annotated[Decimal, Money]]     # an object whose values all have this shape
+    registered_at: DateTimeText                       # a value the builder already wrote as ISO text
 
 `X | None` is nullable; `NotRequired[...]` keys may be absent.
 """
@@ -27,7 +28,7 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
 
-from django.db.models import Choices
+from django.db.models import Choices as DjangoChoices
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
@@ -53,8 +54,28 @@ Money = Number(max_digits=12, decimal_places=2)
 class Format(Enum):
     EMAIL = "email"
     URI = "uri"
+    # Text that a builder writes itself (a local time with its branch's offset, an id read as text from
+    # SQL): the string is what goes on the wire, the format says what it holds.
     UUID = "uuid"
+    DATE = "date"
     DATE_TIME = "date-time"
+
+
+_TEXT_FIELDS: dict[Format, type[serializers.Field]] = {
+    Format.UUID: serializers.UUIDField,
+    Format.DATE: serializers.DateField,
+    Format.DATE_TIME: serializers.DateTimeField,
+}
+UUIDText = Annotated[str, Format.UUID]
+DateText = Annotated[str, Format.DATE]
+DateTimeText = Annotated[str, Format.DATE_TIME]
+
+
+@dataclass(frozen=True)
+class Choices:
+    """A string enum with the values and labels of a Django `TextChoices` (a `Literal` has no labels)."""
+
+    enum: type[Any]
 
 
 @dataclass(frozen=True)
@@ -93,13 +114,18 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
         if isinstance(item, Doc):
             kwargs["help_text"] = item.text
     formats = {item for item in metadata if isinstance(item, Format)}
-    choices = next((item for item in metadata if isinstance(item, type) and issubclass(item, Choices)), None)
     bounds = next((item for item in metadata if isinstance(item, Range)), None)
     if bounds is not None:
         if bounds.minimum is not None:
             kwargs["min_value"] = bounds.minimum
         if bounds.maximum is not None:
             kwargs["max_value"] = bounds.maximum
+    choices = next((item.enum for item in metadata if isinstance(item, Choices)), None) or next(
+        (item for item in metadata if isinstance(item, type) and issubclass(item, DjangoChoices)), None
+    )
+    if choices is not None:
+        # Labels and all: the same enum (and component name, ENUM_NAME_OVERRIDES) as the model field's.
+        return serializers.ChoiceField(choices=choices.choices, **kwargs)
     origin = get_origin(bare)
     if origin is list:
         (item_hint,) = get_args(bare)
@@ -111,9 +137,6 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
         if get_args(bare):
             kwargs["child"] = _field(get_args(bare)[1], required=True)
         return serializers.DictField(**kwargs)
-    if choices is not None:
-        # Labels and all: the same enum (and component name, ENUM_NAME_OVERRIDES) as the model field's.
-        return serializers.ChoiceField(choices=choices.choices, **kwargs)
     if origin is Literal:
         return serializers.ChoiceField(choices=list(get_args(bare)), **kwargs)
     if isinstance(bare, type) and _is_typeddict(bare):
@@ -139,10 +162,9 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
             return serializers.EmailField(**kwargs)
         if Format.URI in formats:
             return serializers.URLField(**kwargs)
-        if Format.UUID in formats:
-            return serializers.UUIDField(**kwargs)
-        if Format.DATE_TIME in formats:
-            return serializers.DateTimeField(**kwargs)
+        text_format = next(iter(formats & _TEXT_FIELDS.keys()), None)
+        if text_format is not None:
+            return _TEXT_FIELDS[text_format](**kwargs)
         return serializers.CharField(**kwargs)
     raise TypeError(f"No OpenAPI mapping for {hint!r}.")
 

@@ -1,10 +1,10 @@
-"""Patient request validation and the summary/profile representations (CONTRACT section 5)."""
+"""Patient request validation: the create and update bodies and the list parameters (CONTRACT section 5).
+The representations are in patients.representations."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 from rest_framework import serializers
@@ -13,7 +13,6 @@ from rest_framework.fields import empty
 from clinic.api.serializers import StrictSerializer
 from patients.identifiers import normalise_aadhaar, normalise_abha, normalise_phone
 from patients.models import Patient
-from patients.selectors import PatientProfile, VisitRow
 
 EARLIEST_BIRTH_DATE = date(1900, 1, 1)
 
@@ -105,84 +104,3 @@ class PatientListParams(serializers.Serializer):
     )
     branch_id = serializers.UUIDField(required=False, help_text="Only patients registered at this branch.")
     registered_after = serializers.DateField(required=False, help_text="Only patients registered after this day.")
-
-
-def _local(value: datetime | None, zone: Any) -> str | None:
-    return value.astimezone(zone).isoformat() if value else None
-
-
-def patient_summary(patient: Patient, today: date) -> dict[str, Any]:
-    last_visit = getattr(patient, "last_visit_at", None)
-    return {
-        "id": str(patient.id),
-        "patient_id": patient.patient_id,
-        "name": patient.name,
-        "phone": patient.phone,
-        "age": patient.age_on(today),
-        "gender": patient.gender,
-        "last_visit_date": last_visit.astimezone(patient.registration_branch.zone).date().isoformat()
-        if last_visit
-        else None,
-    }
-
-
-def patient_profile(profile: PatientProfile, today: date) -> dict[str, Any]:
-    """The profile of CONTRACT section 5; the national ID only ever leaves masked."""
-    patient = profile.patient
-    branch_zone = patient.registration_branch.zone
-    return {
-        "id": str(patient.id),
-        "patient_id": patient.patient_id,
-        "branch_id": str(patient.registration_branch_id),
-        "registered_at": _local(patient.registered_at, branch_zone),
-        "demographics": {
-            "first_name": patient.first_name,
-            "last_name": patient.last_name,
-            "name": patient.name,
-            "date_of_birth": patient.date_of_birth.isoformat(),
-            "age": patient.age_on(today),
-            "gender": patient.gender,
-            "blood_group": patient.blood_group or None,
-            "address": {
-                "line1": patient.address_line1,
-                "city": patient.address_city,
-                "state": patient.address_state,
-                "pincode": patient.address_pincode,
-            },
-            "contact": {"phone": patient.phone, "email": patient.email or None},
-        },
-        "identifiers": {
-            "patient_id": patient.patient_id,
-            "national_health_id": patient.national_health_id,
-            "national_id_masked": patient.national_id_masked,
-            "insurance": profile.sections["insurance"],
-        },
-        "medical_summary": {
-            "diagnoses": profile.sections["diagnoses"],
-            "allergies": profile.sections["allergies"],
-            "medications": profile.sections["medications"],
-        },
-        "visit_history": _visit_history(profile.visits),
-    }
-
-
-def _visit_history(visits: list[VisitRow]) -> list[dict[str, Any]]:
-    """Each visit's times in its own branch's zone. Plain dicts from rows: a serializer per visit, or a
-    model instance, was most of a long history's cost."""
-    zones: dict[str, ZoneInfo] = {}
-    history = []
-    for visit_id, kind, start, end, doctor_id, doctor_name, department, branch_id, time_zone, reason in visits:
-        zone = zones.get(time_zone) or zones.setdefault(time_zone, ZoneInfo(time_zone))
-        history.append(
-            {
-                "id": visit_id,
-                "type": kind,
-                "start": datetime.fromisoformat(start).astimezone(zone).isoformat(),
-                "end": datetime.fromisoformat(end).astimezone(zone).isoformat() if end else None,
-                "doctor": {"id": doctor_id, "name": doctor_name} if doctor_id else None,
-                "department": department,
-                "branch_id": branch_id,
-                "reason": reason,
-            }
-        )
-    return history

@@ -1,8 +1,7 @@
-from django.urls import path
+from clinic.api.viewsets import ClinicRouter
+from patients.api.viewsets import PatientViewSet
 
-from patients.api.views import PatientDetailView, PatientListCreateView
+router = ClinicRouter()
+router.register("patients", PatientViewSet, basename="patient")  # patient-list, patient-detail
 
-urlpatterns = [
-    path("patients", PatientListCreateView.as_view(), name="patient-list"),
-    path("patients/<str:id>", PatientDetailView.as_view(), name="patient-detail"),
-]
+urlpatterns = router.urls

@@ -1,0 +1,203 @@
+"""The parts of the OpenAPI document that no DRF view describes: the OAuth token endpoints (plain Django
+views of django-oauth-toolkit) and the webhooks of the event registry."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def token_paths() -> dict[str, Any]:
+    oauth_error = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "string",
+                "enum": [
+                    "invalid_request",
+                    "invalid_client",
+                    "invalid_scope",
+                    "unsupported_grant_type",
+                    "access_denied",
+                    "rate_limited",
+                ],
+            },
+            "error_description": {"type": "string"},
+        },
+    }
+    error_content = {"application/json": {"schema": oauth_error}}
+    credentials = {
+        "client_id": {"type": "string", "description": "Or use HTTP Basic authentication (RFC 6749 2.3.1)."},
+        "client_secret": {"type": "string", "description": "Or use HTTP Basic authentication."},
+    }
+    return {
+        "/api/v1/auth/token": {
+            "post": {
+                "operationId": "auth_token",
+                "summary": "Exchange client credentials for an access token",
+                "description": (
+                    "OAuth 2.0 client-credentials grant (RFC 6749 4.4). `scope` asks for a subset of the client's "
+                    "allowed scopes; without it the token carries all of them. No refresh token is issued. "
+                    "Responses carry `Cache-Control: no-store`. Errors follow RFC 6749 5.2 (not problem+json)."
+                ),
+                "tags": ["auth"],
+                "security": [],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["grant_type"],
+                                "properties": {
+                                    "grant_type": {"type": "string", "enum": ["client_credentials"]},
+                                    "scope": {"type": "string", "example": "patients:read appointments:read"},
+                                    **credentials,
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "The access token.",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["access_token", "token_type", "expires_in", "scope"],
+                                    "properties": {
+                                        "access_token": {"type": "string"},
+                                        "token_type": {"type": "string", "enum": ["Bearer"]},
+                                        "expires_in": {"type": "integer", "example": 3600},
+                                        "scope": {"type": "string", "example": "appointments:read patients:read"},
+                                    },
+                                },
+                                "example": {
+                                    "access_token": "k1Jx0Q3a9ZbX7mN2pR5sT8uV",
+                                    "token_type": "Bearer",
+                                    "expires_in": 3600,
+                                    "scope": "patients:read appointments:read",
+                                },
+                            }
+                        },
+                    },
+                    "400": {
+                        "description": "`invalid_request`, `unsupported_grant_type` or `invalid_scope`.",
+                        "content": error_content,
+                    },
+                    "401": {
+                        "description": "`invalid_client`: unknown client or wrong secret.",
+                        "content": error_content,
+                    },
+                    "403": {
+                        "description": "`access_denied`: address outside the client's allow-list.",
+                        "content": error_content,
+                    },
+                    "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+                },
+            }
+        },
+        "/api/v1/auth/revoke": {
+            "post": {
+                "operationId": "auth_revoke",
+                "summary": "Revoke an access token (RFC 7009)",
+                "description": "A client can revoke only its own tokens; revoking any other token has no effect (still 200).",
+                "tags": ["auth"],
+                "security": [],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["token"],
+                                "properties": {
+                                    "token": {"type": "string"},
+                                    "token_type_hint": {"type": "string", "enum": ["access_token"]},
+                                    **credentials,
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {"description": "Revoked, or not a token of this client."},
+                    "400": {
+                        "description": "`invalid_request` (no token) or `unsupported_token_type`.",
+                        "content": error_content,
+                    },
+                    "401": {"description": "`invalid_client`.", "content": error_content},
+                    "403": {
+                        "description": "`access_denied`: address outside the client's allow-list.",
+                        "content": error_content,
+                    },
+                    "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+                },
+            }
+        },
+    }
+
+
+def webhooks(components: dict[str, Any]) -> dict[str, Any]:
+    """Every event kind of the registry (integrations.webhooks.registry), with the body and Standard Webhooks
+    headers of its deliveries. `data` holds the payload parts the owning app declared, each the API
+    representation of an entity (an OpenAPI component). A kind whose component does not exist fails the
+    schema generation instead of going undocumented."""
+    from integrations.webhooks.registry import event_kinds
+
+    headers = [
+        ("webhook-id", "The event id: the same on every retry of this event (use it to deduplicate)."),
+        ("webhook-timestamp", "Unix seconds of this attempt; reject stale ones."),
+        ("webhook-signature", "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, space-separated per secret."),
+    ]
+    result: dict[str, Any] = {}
+    for event_kind in event_kinds():
+        kind = event_kind.name
+        data: dict[str, Any] = {"type": "object", "required": [], "properties": {}}
+        for part in event_kind.payload:
+            if part.component not in components:
+                raise LookupError(f"The event {kind} has no payload schema: no component named {part.component}.")
+            ref = {"$ref": f"#/components/schemas/{part.component}"}
+            data["required"].append(part.key)
+            data["properties"][part.key] = {**ref, "description": part.description} if part.description else ref
+        result[kind] = {
+            "post": {
+                "operationId": "webhook_" + re.sub(r"\W", "_", kind),
+                "summary": f"Event {kind}",
+                "description": (
+                    f"Delivered to every active subscription to `{kind}` (optionally limited to branches), "
+                    "signed per Standard Webhooks. A 2xx answer ends the delivery; anything else, or no answer "
+                    "in time, is retried on the backoff schedule (a receiver's `Retry-After` is honoured)."
+                ),
+                "tags": ["webhooks"],
+                "security": [],
+                "parameters": [
+                    {"in": "header", "name": name, "required": True, "schema": {"type": "string"}, "description": text}
+                    for name, text in headers
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["id", "type", "timestamp", "data"],
+                                "properties": {
+                                    "id": {"type": "string", "format": "uuid", "description": "= webhook-id"},
+                                    "type": {"type": "string", "enum": [kind]},
+                                    "timestamp": {"type": "string", "format": "date-time"},
+                                    "data": data,
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {"description": "Received (any 2xx)."},
+                    "default": {"description": "Not received: the delivery is retried."},
+                },
+            }
+        }
+    return result

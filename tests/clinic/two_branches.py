@@ -1,0 +1,128 @@
+"""A world seeded at two branches, for the suites that run every operation (operation_cases.py): the
+calling client's branch (home) and one it may not see (other), each with the same kinds of objects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from appointments.models import Appointment, WeeklySession
+from billing.models import Invoice
+from integrations.clients.scopes import SCOPES
+from tests.appointments.factories import AppointmentFactory
+from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
+from tests.billing.factories import make_invoice, pay
+from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.patients.factories import (
+    AllergyFactory,
+    DiagnosisFactory,
+    InsuranceFactory,
+    MedicationFactory,
+    PatientFactory,
+    VisitFactory,
+    aadhaar,
+)
+
+
+@dataclass
+class Site:
+    """What is seeded at one branch: a doctor with Monday and Tuesday sessions; `patient` with every
+    section of a profile filled, `plain` with only the required fields; appointments in each state an
+    operation starts from; a draft and a finalized (partly paid) invoice."""
+
+    branch: Any
+    doctor: Any
+    patient: Any
+    plain: Any
+    booked: Appointment  # next-week Monday 09:00, `patient`
+    started: Appointment  # today, started a minute ago, `plain`
+    checked_in: Appointment  # next-week Monday 11:00, `plain`
+    draft: Invoice
+    finalized: Invoice
+
+    def ids(self) -> set[str]:
+        """The ids of every object bound to this branch (departments are shared by the network)."""
+        objects = [self.branch, self.doctor, self.patient, self.plain, self.booked, self.started, self.checked_in]
+        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized]}
+
+
+@dataclass
+class World:
+    home: Site  # the branch of the calling client
+    other: Site  # a branch the calling client may not see
+    api_client: Any  # every scope, limited to home.branch
+    token: str
+
+
+def _site(code: str, state: str, gstin: str, number: int) -> Site:
+    branch = BranchFactory(
+        code=code,
+        name=f"{code} Clinic",
+        state=state,
+        gstin=gstin,
+        time_zone="Asia/Kolkata",
+        cancellation_window_minutes=120,
+    )
+    department = DepartmentFactory(name="General Medicine")
+    doctor = DoctorFactory(name=f"Dr. {code} Rao", department=department, branches=[branch])
+    session(doctor, branch, WeeklySession.Weekday.MONDAY)
+    session(doctor, branch, WeeklySession.Weekday.TUESDAY)
+    patient = PatientFactory(
+        first_name="Priya",
+        last_name=f"Sharma{code}",
+        registration_branch=branch,
+        email=f"priya.{code.lower()}@example.com",
+        blood_group="O+",
+        address_line1="12 MG Road",
+        address_city="Bengaluru",
+        address_state=state,
+        address_pincode="560001",
+        national_health_id=f"91{number:012d}",
+        national_id=aadhaar(f"2341234{number:04d}"),
+    )
+    InsuranceFactory(patient=patient, valid_until=DAY)
+    DiagnosisFactory(patient=patient, onset_date=DAY - timedelta(days=400))
+    AllergyFactory(patient=patient)
+    MedicationFactory(patient=patient, start_date=DAY - timedelta(days=300))
+    visited = timezone.now() - timedelta(days=30)
+    VisitFactory(
+        patient=patient, department=department, doctor=doctor, start=visited, end=visited + timedelta(minutes=20)
+    )
+    plain = PatientFactory(first_name="Rahul", last_name=f"Verma{code}", registration_branch=branch)
+    booked = AppointmentFactory(
+        branch=branch,
+        doctor=doctor,
+        patient=patient,
+        slot_start=at(DAY, "09:00"),
+        slot_end=at(DAY, "09:15"),
+        notes="Fever for three days",
+    )
+    started = start_now(
+        AppointmentFactory(
+            branch=branch, doctor=doctor, patient=plain, slot_start=at(DAY, "09:30"), slot_end=at(DAY, "09:45")
+        ).id
+    )
+    checked_in = AppointmentFactory(
+        branch=branch,
+        doctor=doctor,
+        patient=plain,
+        slot_start=at(DAY, "11:00"),
+        slot_end=at(DAY, "11:15"),
+        status=Appointment.Status.CHECKED_IN,
+        checked_in_at=timezone.now(),
+    )
+    draft = make_invoice(branch=branch, patient=patient, department=department, finalize=False)
+    finalized = make_invoice(branch=branch, patient=patient, department=department)
+    pay(finalized, "100.00", mode="upi", reference=f"UPI-{code}")
+    return Site(branch, doctor, patient, plain, booked, started, checked_in, draft, finalized)
+
+
+def seed_world(api_client_factory: Callable[..., Any], issue_token: Callable[..., str]) -> World:
+    home = _site("BLR", "Karnataka", "29AABCC1234D1Z5", 1)
+    other = _site("MUM", "Maharashtra", "27AABCC1234D1Z5", 2)
+    api_client = api_client_factory(scopes=list(SCOPES), branches=[home.branch], rate_limit_per_minute=1_000_000)
+    return World(home=home, other=other, api_client=api_client, token=issue_token(api_client))

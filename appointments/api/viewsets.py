@@ -72,7 +72,6 @@ def _transition(operation: str, summary: str, example: OpenApiExample) -> Callab
 
 
 class AppointmentViewSet(ClinicViewSet):
-    lookup_value_converter = "str"  # any path segment, as ClinicViewSet's regex (for the path() routes)
     patient_data = True
     partial_patch = False  # PATCH is reschedule: the new slot is required, a move and not a partial update
     required_scopes = {
@@ -304,26 +303,6 @@ class AppointmentViewSet(ClinicViewSet):
         """Who made a change, for the appointment's history."""
         return f"api:{self.api_client.name}"
 
-    # --- OPTIONS, answered as the per-route views answered it -----------------------------------------------
-    # DRF runs OPTIONS as the action "metadata" on every route of a ViewSet. These belong in ClinicViewSet
-    # once every resource is a ViewSet; until then they live here, where they are needed.
-
-    def check_permissions(self, request: Request) -> None:
-        # The scope of the route's GET; on a route without GET, required_scope's 405 as before.
-        if self.action != "metadata":
-            return super().check_permissions(request)
-        self.action = self.action_map.get("get", "")
-        try:
-            super().check_permissions(request)
-        finally:
-            self.action = "metadata"
-
-    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override]  # as DRF's stub
-        self.audit_patients([])  # a route's description names no patient (ClinicViewSet checks every 2xx)
-        return super().options(request, *args, **kwargs)
-
     def get_view_name(self) -> str:
+        # The OPTIONS `name` of each path, as its view class had it before the ViewSet.
         return _ROUTE_NAMES.get(self.action_map.get("get", ""), super().get_view_name())
-
-    def get_view_description(self, html: bool = False) -> str:
-        return ""  # the operations are described in the OpenAPI document

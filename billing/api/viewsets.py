@@ -8,9 +8,6 @@ docstring (drf-spectacular reads it).
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
@@ -40,9 +37,10 @@ from billing.representations import (
     payment_result,
 )
 from clinic.api.pagination import HeaderPagination, PageParams
-from clinic.api.schema import ClinicAutoSchema, location_header, pagination_parameters
+from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
+from integrations.models import ApiClient
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
@@ -51,39 +49,17 @@ _INVALID = OpenApiResponse(description="`validation_error` (`errors` names every
 _NOT_A_DRAFT = OpenApiResponse(description="`invalid_state` (with `current_status`): not a draft.")
 
 
-class _DocstringSchema(ClinicAutoSchema):
-    def get_description(self) -> str:  # type: ignore[override]  # as AutoSchema itself
-        # A docstring is wrapped to the line length; the description keeps only its paragraph breaks.
-        return re.sub(r"(?<!\n)\n(?!\n)", " ", super().get_description())
+def _invoice_alone(*, client: ApiClient, ref: str) -> Invoice:
+    return selectors.invoice_get(client=client, invoice_id=ref, detail=False)
 
 
-class _BillingViewSet(ClinicViewSet):
-    # What every resource needs and clinic.api (ClinicViewSet, ClinicAutoSchema) does not have yet, so it
-    # belongs there: the id as a path converter (billing.api.urls routes with path()), descriptions from
-    # wrapped docstrings, and OPTIONS answered as by the plain views these ViewSets replace.
-    lookup_value_converter = "str"
-    schema = _DocstringSchema()
-
-    def check_permissions(self, request: Request) -> None:
-        # DRF names every OPTIONS request (and its probes of POST and PUT) "metadata". OPTIONS takes the
-        # scope of the route's GET (a route without one is a 405, as before), a probe that of its method.
-        if self.action != "metadata":
-            super().check_permissions(request)
-            return
-        method = (request.method or "OPTIONS").lower()
-        # None for a method the route lacks, as DRF itself sets it.
-        self.action = self.action_map.get("get" if method == "options" else method)  # type: ignore[assignment]
-        try:
-            super().check_permissions(request)
-        finally:
-            self.action = "metadata"
-
-    def get_view_description(self, html: bool = False) -> str:
-        return ""  # the operations are described in the OpenAPI document, not by OPTIONS
+def _invoice_with_detail(*, client: ApiClient, ref: str) -> Invoice:
+    return selectors.invoice_get(client=client, invoice_id=ref, detail=True)
 
 
-class InvoiceViewSet(_BillingViewSet):
+class InvoiceViewSet(ClinicViewSet[Invoice]):
     patient_data = True
+    selector = staticmethod(_invoice_alone)
     required_scopes = {
         "list": "billing:read",
         "retrieve": "billing:read",
@@ -100,16 +76,9 @@ class InvoiceViewSet(_BillingViewSet):
         names = {"List": "Invoice List Create", "Instance": "Invoice Detail"}
         return names.get(self.suffix or "") or super().get_view_name()
 
-    # (the override narrows Django's HttpRequest as APIView's own does)
-    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override]
-        self.audit_patients([])  # OPTIONS describes the route and shows no patient
-        return super().options(request, *args, **kwargs)
-
-    def _invoice(self, id: str, *, detail: bool = False) -> Invoice:
+    def _invoice(self, *, detail: bool = False) -> Invoice:
         """The invoice of the URL through the client's branch restriction (404 otherwise), audited."""
-        invoice = selectors.invoice_get(client=self.api_client, invoice_id=id, detail=detail)
-        self.audit_patients([invoice.patient_id])
-        return invoice
+        return self.get_object(_invoice_with_detail if detail else _invoice_alone)
 
     def _detail(self, invoice: Invoice) -> InvoiceDetail:
         """The invoice as it now stands, re-read with everything the detail shows."""
@@ -188,7 +157,7 @@ class InvoiceViewSet(_BillingViewSet):
     def retrieve(self, request: Request, id: str) -> Response:
         """Header (number, date, status, branch, patient), line items with their GST breakdown, totals,
         payments, paid and balance. Money is a JSON number with two decimals. Scope: `billing:read`."""
-        return Response(invoice_detail(self._invoice(id, detail=True)))
+        return Response(invoice_detail(self._invoice(detail=True)))
 
     @extend_schema(
         operation_id="billing_invoices_partial_update",
@@ -206,7 +175,7 @@ class InvoiceViewSet(_BillingViewSet):
         """Only drafts are editable: `date` and/or `line_items` (which, when sent, replace every line; the same
         rules as creation). Totals are recomputed. 409 `invalid_state` once finalized or cancelled. Honours
         `Idempotency-Key`. Scope: `billing:write`."""
-        invoice = self._invoice(id)
+        invoice = self._invoice()
         body = InvoiceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -227,7 +196,7 @@ class InvoiceViewSet(_BillingViewSet):
         financial year of its date, e.g. `BLR/2026-27/00042`. Numbers are consecutive per branch and year,
         without gaps or repeats, also under concurrency. Takes no body. 409 `invalid_state` when not a draft.
         Honours `Idempotency-Key`. Scope: `billing:write`."""
-        invoice = self._invoice(id)
+        invoice = self._invoice()
         EmptyBody(data=request.data or {}).is_valid(raise_exception=True)
         return Response(self._detail(services.invoice_finalize(invoice=invoice)))
 
@@ -254,7 +223,7 @@ class InvoiceViewSet(_BillingViewSet):
         """A draft, or a finalized invoice with nothing paid, becomes `cancelled`; `reason` is required. A
         cancelled finalized invoice keeps its number (the series has no gaps). 409 `invalid_state` once anything
         is paid, or when already cancelled. Honours `Idempotency-Key`. Scope: `billing:write`."""
-        invoice = self._invoice(id)
+        invoice = self._invoice()
         body = CancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return Response(self._detail(services.invoice_cancel(invoice=invoice, reason=body.validated_data["reason"])))
@@ -292,7 +261,7 @@ class InvoiceViewSet(_BillingViewSet):
         second payment with the same mode and reference on the invoice. Payments cannot be changed or
         reversed. Honours `Idempotency-Key` (a retry with the same key replays the 201 without paying twice).
         Scope: `billing:write`."""
-        invoice = self._invoice(id)
+        invoice = self._invoice()
         today = timezone.localtime(timezone.now(), invoice.branch.zone).date()
         body = PaymentSerializer(data=request.data, context={"today": today})
         body.is_valid(raise_exception=True)
@@ -308,7 +277,7 @@ class InvoiceViewSet(_BillingViewSet):
         return Response(payment_result(payment, payment.invoice), status=201)
 
 
-class SummaryViewSet(_BillingViewSet):
+class SummaryViewSet(ClinicViewSet[None]):
     # Registered at `billing` with the one list-level action `summary`: the path billing/summary and the
     # URL name billing-summary, which a `list` (billing-summary-list) would not give.
     required_scopes = {"summary": "billing:read"}

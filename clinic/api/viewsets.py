@@ -111,12 +111,14 @@ class ClinicViewSet(ViewSetMixin, ClinicAPIView, Generic[ObjectT]):
         return [found.patient_id]
 
     def check_permissions(self, request: Request) -> None:
-        # OPTIONS is DRF's implicit "metadata" action; it needs the scope of the path's GET, as OPTIONS on a
-        # plain view does (clinic.api.permissions.required_scope). A path without GET stays a 405.
-        get = self.action_map.get("get")
-        if self.action != "metadata" or get is None:
+        # DRF names every OPTIONS request (and its probes of POST and PUT) "metadata". OPTIONS takes the scope
+        # of the path's GET (a path without one is a 405, as before), a probe that of its method, as on a plain
+        # view (clinic.api.permissions.required_scope): a reader is not offered the write forms.
+        if self.action != "metadata":
             return super().check_permissions(request)
-        self.action = get
+        method = (request.method or "OPTIONS").lower()
+        # None for a method the path lacks, as DRF itself sets it.
+        self.action = self.action_map.get("get" if method == "options" else method)  # type: ignore[assignment]
         try:
             super().check_permissions(request)
         finally:

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from appointments import events as appointment_events
-from clinic.api.schema import _webhooks
+from clinic.api.openapi_paths import webhooks as _webhooks
 from integrations.models import NotificationSettings, WebhookEvent, WebhookSubscription
 from integrations.notifications.admin import NotificationSettingsForm
 from integrations.notifications.services import notification_channels

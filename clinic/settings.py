@@ -273,7 +273,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "clinic.api.schema.add_token_endpoints",
+        "clinic.api.openapi.add_token_endpoints",
     ],
     # Invoices and appointments both have a `status`; each enum gets its own name.
     "ENUM_NAME_OVERRIDES": {

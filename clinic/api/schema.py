@@ -16,24 +16,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
-from clinic.api.openapi import EXAMPLE_REQUEST_ID, SECURITY_SCHEME, add_token_endpoints, problem_example
+from clinic.api.openapi import SECURITY_SCHEME
 from clinic.api.params import declared_query_params
 from clinic.api.permissions import required_scope
 from clinic.api.shapes import shape
 from integrations.clients.scopes import SCOPES
-
-# add_token_endpoints is the postprocessing hook settings.SPECTACULAR_SETTINGS names by this module.
-__all__ = [
-    "EXAMPLE_REQUEST_ID",
-    "ApiClientAuthenticationScheme",
-    "ClinicAutoSchema",
-    "add_token_endpoints",
-    "list_responses",
-    "location_header",
-    "pagination_parameters",
-    "path_id",
-    "problem_example",
-]
 
 
 class ClinicAutoSchema(AutoSchema):

@@ -42,9 +42,6 @@ class ProblemKind:
 # kind is declared by the domain error class that raises it (clinic.errors and each app's errors module).
 API_KINDS: dict[str, ProblemKind] = {
     "parse_error": ProblemKind(400, "Malformed request body", "The body is not valid JSON."),
-    "unknown_parameter": ProblemKind(
-        400, "Unknown query parameter", "The operation does not take this query parameter; see `errors`."
-    ),
     "not_authenticated": ProblemKind(401, "Authentication required", "No bearer token was sent."),
     "invalid_token": ProblemKind(401, "Invalid token", "The bearer token is invalid, expired or revoked."),
     "insufficient_scope": ProblemKind(403, "Insufficient scope", "The token lacks the scope the operation needs."),
@@ -57,9 +54,6 @@ API_KINDS: dict[str, ProblemKind] = {
     ),
     "payload_too_large": ProblemKind(413, "Payload too large", "The body exceeds MAX_REQUEST_BODY_BYTES."),
     "unsupported_media_type": ProblemKind(415, "Unsupported media type", "Send application/json."),
-    "idempotency_key_reused": ProblemKind(
-        422, "Idempotency key reused", "This Idempotency-Key was used with a different request body."
-    ),
     "rate_limited": ProblemKind(429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
     "internal_error": ProblemKind(500, "Internal server error", "Report the request_id to support."),
     "service_unavailable": ProblemKind(
@@ -86,6 +80,22 @@ def problem_kinds_build(
         if description is not None:
             kinds[code] = ProblemKind(cls.status, cls.title, description)
     return dict(sorted(kinds.items(), key=lambda item: (item[1].status, item[0])))
+
+
+# The API's own kinds that are raised as domain errors: defined here, with the registry, so they are
+# declared however the registry is first read.
+class UnknownParameter(DomainError):
+    status = 400
+    code = "unknown_parameter"
+    title = "Unknown query parameter"
+    description = "The operation does not take this query parameter; see `errors`."
+
+
+class KeyReused(DomainError):
+    status = 422
+    code = "idempotency_key_reused"
+    title = "Idempotency key reused"
+    description = "This Idempotency-Key was used with a different request body."
 
 
 class ProblemRegistry(Mapping[str, ProblemKind]):

@@ -25,19 +25,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clinic import crypto
+from clinic.api.errors import KeyReused
 from clinic.api.renderers import dumps
-from clinic.errors import Conflict, DomainError
+from clinic.errors import Conflict
 from integrations.models import ApiClient, IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _KEPT_HEADERS = ("Location",)
-
-
-class KeyReused(DomainError):
-    status = 422
-    code = "idempotency_key_reused"
-    title = "Idempotency key reused"
 
 
 def validate_key(key: str) -> str:

@@ -18,19 +18,13 @@ from rest_framework.views import APIView
 from clinic.api import idempotency
 from clinic.api.authentication import request_client
 from clinic.api.context import request_context
+from clinic.api.errors import UnknownParameter
 from clinic.api.params import declared_query_params
 from clinic.api.schema import ClinicAutoSchema
-from clinic.errors import DomainError
 from integrations.models import ApiClient
 
 IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-class UnknownParameter(DomainError):
-    status = 400
-    code = "unknown_parameter"
-    title = "Unknown query parameter"
 
 
 @cache

@@ -186,15 +186,15 @@ def _unregistered(base: type[DomainError], code: str, **attributes: Any) -> dict
 
 def test_a_class_describing_a_kind_the_api_declares_is_refused():
     reused = _unregistered(
-        DomainError, "idempotency_key_reused", status=422, title="Idempotency key reused", description="Again."
+        DomainError, "idempotency_key_in_use", status=409, title="Idempotency key in use", description="Again."
     )
 
-    with pytest.raises(ImproperlyConfigured, match="'idempotency_key_reused' is declared twice"):
+    with pytest.raises(ImproperlyConfigured, match="'idempotency_key_in_use' is declared twice"):
         problem_kinds_build(API_KINDS, reused)
 
 
 def test_a_class_raising_an_api_kind_with_another_status_or_title_is_refused():
-    wrong_status = _unregistered(DomainError, "unknown_parameter", status=409, title="Unknown query parameter")
+    wrong_status = _unregistered(DomainError, "payload_too_large", status=400, title="Payload too large")
     wrong_title = _unregistered(DomainError, "parse_error", status=400, title="Bad JSON")
 
     with pytest.raises(ImproperlyConfigured, match="disagrees"):
@@ -204,7 +204,7 @@ def test_a_class_raising_an_api_kind_with_another_status_or_title_is_refused():
 
 
 def test_a_class_raising_an_api_kind_with_its_status_and_title_takes_the_apis_description():
-    raising = _unregistered(DomainError, "unknown_parameter", status=400, title="Unknown query parameter")
+    raising = _unregistered(DomainError, "payload_too_large", status=413, title="Payload too large")
 
     assert problem_kinds_build(API_KINDS, raising) == API_KINDS
 

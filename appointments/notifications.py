@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 
-from celery import current_app
 from django.db import transaction
 
 from appointments.events import APPOINTMENT_BOOKED, APPOINTMENT_CANCELLED, APPOINTMENT_RESCHEDULED
 from appointments.models import Appointment
+from clinic.celery import task_get
 from integrations.notifications.services import Message, notification_channels
 
 logger = logging.getLogger("appointments.notifications")
@@ -34,7 +34,7 @@ def schedule(event_type: str, appointment: Appointment) -> None:
 
     def enqueue() -> None:
         try:
-            current_app.tasks[NOTIFY_TASK].delay(*args)
+            task_get(NOTIFY_TASK).delay(*args)
         except Exception:  # the broker is down: the change is committed, the notification is lost
             logger.exception("could not queue %s notification for %s", event_type, args[0])
 

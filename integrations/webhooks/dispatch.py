@@ -11,8 +11,9 @@ import logging
 import uuid
 from collections.abc import Sequence
 
-from celery import current_app
 from django.db import transaction
+
+from clinic.celery import task_get
 
 logger = logging.getLogger("integrations.webhooks")
 
@@ -28,7 +29,7 @@ def deliveries_enqueue(deliveries: Sequence[tuple[int, uuid.UUID | None]], *, co
 
     def send() -> None:
         # By name: the task module imports the delivery code, which imports this module.
-        deliver_webhook = current_app.tasks[DELIVER_TASK]
+        deliver_webhook = task_get(DELIVER_TASK)
         for sent, (delivery_id, token) in enumerate(items):
             try:
                 deliver_webhook.apply_async(

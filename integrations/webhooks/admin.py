@@ -5,7 +5,7 @@ Every write goes through integrations.webhooks.services."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from clinic.admin_audit import PatientDataAuditMixin, patient_ids_in_payload
+from clinic.api.context import request_context
 from integrations.webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
@@ -183,15 +184,14 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
         return format_html('<a href="{}">{} deliveries</a>', url, obj.deliveries.count())
 
     def save_model(self, request: HttpRequest, obj: WebhookSubscription, form: Any, change: bool) -> None:
-        request._webhook_secret = subscription_save(  # type: ignore[attr-defined]
-            subscription=obj, extra_headers=form.cleaned_data["extra_headers"]
-        )
+        secret = subscription_save(subscription=obj, extra_headers=form.cleaned_data["extra_headers"])
+        request_context(request).secret_to_show = secret or ""  # a new subscription's secret, shown once
 
     def response_add(
         self, request: HttpRequest, obj: WebhookSubscription, post_url_continue: str | None = None
     ) -> HttpResponse:
         # The secret goes into this one response only: no redirect, no message storage, no session.
-        return self._secret_page(request, obj, request._webhook_secret, rotated=False)  # type: ignore[attr-defined]
+        return self._secret_page(request, obj, request_context(request).secret_to_show, rotated=False)
 
     def _secret_page(
         self, request: HttpRequest, subscription: WebhookSubscription, secret: str, rotated: bool
@@ -384,7 +384,7 @@ class WebhookEventAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAd
 
     @admin.display(description="deliveries", ordering="delivery_total")
     def delivery_count(self, obj: WebhookEvent) -> int:
-        return obj.delivery_total  # type: ignore[attr-defined]
+        return cast(Any, obj).delivery_total  # annotated by get_queryset
 
     @admin.display(description="body")
     def body(self, obj: WebhookEvent) -> str:

@@ -210,3 +210,27 @@ def next_monday() -> date:
 def age_today(born: date) -> int:
     today = timezone.localdate()
     return today.year - born.year - ((today.month, today.day) < (born.month, born.day))
+
+
+def all_at_once(work: list[Callable[[], Any]]) -> list[Any]:
+    """Run each callable in its own thread (its own database connection), released together by a barrier;
+    the results, or the exceptions raised, in order."""
+    barrier = threading.Barrier(len(work))
+    results: list[Any] = [None] * len(work)
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = work[index]()
+        except BaseException as exc:  # returned to the test, which asserts on it
+            results[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    return results

@@ -4,19 +4,19 @@ when some finalizing transactions roll back."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.test import Client
 
 from billing import services
 from billing.models import Invoice, InvoiceNumberCounter, Payment
 from tests.billing.factories import INVOICES, make_invoice, post_json
+from tests.helpers import all_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,30 +25,6 @@ THREADS = 20
 
 class Rollback(Exception):
     """Raised inside a finalizing transaction to force it to roll back after it took a number."""
-
-
-def all_at_once(work: list[Callable[[], Any]]) -> list[Any]:
-    """Run each callable in its own thread, released together by a barrier; results (or exceptions) in order.
-    Every thread closes its database connection."""
-    barrier = threading.Barrier(len(work))
-    results: list[Any] = [None] * len(work)
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[index] = work[index]()
-        except BaseException as exc:  # returned to the test, which asserts on it
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(work))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 def api_post(token: str, url: str, payload: dict[str, Any]) -> Callable[[], tuple[int, dict[str, Any]]]:

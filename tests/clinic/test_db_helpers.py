@@ -20,6 +20,7 @@ from patients.models import Patient
 from patients.services import ABHA_UNIQUE_CONSTRAINT
 from tests.appointments.factories import AppointmentFactory
 from tests.factories import BranchFactory, DoctorFactory
+from tests.helpers import all_at_once
 from tests.patients.factories import PatientFactory
 
 DAY = date(2026, 11, 30)
@@ -28,30 +29,6 @@ THREADS = 20
 
 class Rollback(Exception):
     """Raised inside a transaction that took a number, to roll it back."""
-
-
-def all_at_once(work: list[Callable[[], Any]]) -> list[Any]:
-    """Run each callable in its own thread (its own database connection), released together by a barrier;
-    the results, or the exceptions raised, in order."""
-    barrier = threading.Barrier(len(work))
-    results: list[Any] = [None] * len(work)
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[index] = work[index]()
-        except BaseException as exc:  # returned to the test, which asserts on it
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(work))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 @pytest.fixture

@@ -10,3 +10,9 @@ class DuplicatePayment(Conflict):
     code = "duplicate_payment"
     title = "Duplicate payment"
     description = "The invoice already has a payment with this payment_mode and reference."
+
+
+class DuplicateRefund(Conflict):
+    code = "duplicate_refund"
+    title = "Duplicate refund"
+    description = "The invoice already has a refund with this payment_mode and reference."

@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import F, Q
 
+from billing.tax import HSN_SAC_PATTERN, UNTAXED_CATEGORIES, TaxCategory
 from clinic.models import Branch, Department, TimeStampedModel
 from patients.models import Patient
 
@@ -21,6 +22,32 @@ def _tax_rate_in_range(field: str) -> Q:
     return Q(**{f"{field}__gte": 0, f"{field}__lte": 100})
 
 
+def _hsn_sac_field(help_text: str) -> models.CharField:
+    return models.CharField("HSN/SAC", max_length=8, blank=True, db_default="", default="", help_text=help_text)
+
+
+def _tax_category_field() -> models.CharField:
+    # The database default too: rows written by SQL (generate_scale_data's COPY) need not name it.
+    return models.CharField(
+        max_length=10, choices=TaxCategory.choices, default=TaxCategory.EXEMPT, db_default=TaxCategory.EXEMPT
+    )
+
+
+def _tax_detail_constraints(prefix: str) -> list[models.BaseConstraint]:
+    """Untaxed categories carry rate 0, taxable ones a positive rate; HSN/SAC is 4, 6 or 8 digits or blank.
+    (Which positive rates are statutory is checked when a row is written: old lines keep the rate they had.)"""
+    return [
+        models.CheckConstraint(
+            condition=Q(tax_category=TaxCategory.TAXABLE, tax_rate__gt=0)
+            | Q(tax_category__in=UNTAXED_CATEGORIES, tax_rate=0),
+            name=f"{prefix}_tax_category_matches_rate",
+        ),
+        models.CheckConstraint(
+            condition=Q(hsn_sac="") | Q(hsn_sac__regex=HSN_SAC_PATTERN), name=f"{prefix}_hsn_sac_digits"
+        ),
+    ]
+
+
 class BillableService(TimeStampedModel):
     """An entry of the service catalogue: a consultation, test or procedure with its rate and GST rate.
     Invoice lines copy name, rate and tax rate, so later catalogue changes never alter an invoice."""
@@ -31,8 +58,10 @@ class BillableService(TimeStampedModel):
     department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="billable_services")
     rate = models.DecimalField(max_digits=12, decimal_places=2, help_text="Price per unit before tax, in rupees.")
     tax_rate = models.DecimalField(
-        max_digits=5, decimal_places=2, default=ZERO, help_text="GST rate in percent (0, 5, 12, 18...)."
+        max_digits=5, decimal_places=2, default=ZERO, help_text="GST rate in percent: 0 unless taxable (5, 12, 18...)."
     )
+    tax_category = _tax_category_field()
+    hsn_sac = _hsn_sac_field("SAC for a service (9993xx for healthcare), HSN for goods; 4, 6 or 8 digits.")
     active = models.BooleanField(default=True, help_text="Inactive services cannot be added to new invoices.")
 
     class Meta:
@@ -42,6 +71,7 @@ class BillableService(TimeStampedModel):
             models.CheckConstraint(condition=Q(rate__gte=0), name="billableservice_rate_not_negative"),
             models.CheckConstraint(condition=_tax_rate_in_range("tax_rate"), name="billableservice_tax_rate_range"),
             models.CheckConstraint(condition=~Q(code=""), name="billableservice_code_not_empty"),
+            *_tax_detail_constraints("billableservice"),
         ]
 
     def __str__(self) -> str:
@@ -80,7 +110,20 @@ class Invoice(TimeStampedModel):
     igst = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
     tax = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
     grand_total = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
-    paid = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
+    paid = models.DecimalField(
+        max_digits=14, decimal_places=2, default=ZERO, editable=False, help_text="Sum of the payments (gross)."
+    )
+    credited = models.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        default=ZERO,
+        db_default=ZERO,
+        editable=False,
+        help_text="Sum of the credit notes' totals.",
+    )
+    refunded = models.DecimalField(
+        max_digits=14, decimal_places=2, default=ZERO, db_default=ZERO, editable=False, help_text="Sum of the refunds."
+    )
     finalized_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancelled_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancellation_reason = models.CharField(max_length=500, blank=True, editable=False)
@@ -128,6 +171,8 @@ class Invoice(TimeStampedModel):
                     tax__gte=0,
                     grand_total__gte=0,
                     paid__gte=0,
+                    credited__gte=0,
+                    refunded__gte=0,
                 ),
                 name="invoice_amounts_not_negative",
             ),
@@ -137,17 +182,30 @@ class Invoice(TimeStampedModel):
                 & Q(grand_total=F("taxable") + F("tax")),
                 name="invoice_totals_add_up",
             ),
-            models.CheckConstraint(condition=Q(paid__lte=F("grand_total")), name="invoice_paid_at_most_total"),
+            # Credit notes never exceed the invoice, refunds never what was paid, and what stays paid never
+            # the total (a payment is at most the balance).
+            models.CheckConstraint(
+                condition=Q(credited__lte=F("grand_total"), refunded__lte=F("paid"))
+                & Q(paid__lte=F("grand_total") + F("refunded")),
+                name="invoice_credited_refunded_bounded",
+            ),
             models.CheckConstraint(
                 condition=Q(interstate=True, cgst=0, sgst=0) | Q(interstate=False, igst=0),
                 name="invoice_igst_xor_cgst_sgst",
             ),
-            # Money moves only on finalized invoices, and the status says how much.
+            # Money moves only on issued invoices, and the status says how much is settled: with net paid =
+            # paid - refunded and net total = grand_total - credited, finalized has nothing net paid,
+            # partially_paid some but less than the net total, paid (settled) at least the net total.
             models.CheckConstraint(
-                condition=Q(status__in=["draft", "finalized", "cancelled"], paid=0)
-                | Q(status="partially_paid", paid__gt=0, paid__lt=F("grand_total"))
-                | Q(status="paid", paid=F("grand_total")),
-                name="invoice_status_matches_paid",
+                condition=Q(status__in=["draft", "cancelled"], paid=0, refunded=0, credited=0)
+                | Q(status="finalized", paid=F("refunded"))
+                | Q(
+                    status="partially_paid",
+                    paid__gt=F("refunded"),
+                    paid__lt=F("grand_total") - F("credited") + F("refunded"),
+                )
+                | Q(status="paid", paid__gte=F("grand_total") - F("credited") + F("refunded")),
+                name="invoice_status_matches_settlement",
             ),
             models.CheckConstraint(
                 condition=~Q(status="cancelled") | (Q(cancelled_at__isnull=False) & ~Q(cancellation_reason="")),
@@ -159,8 +217,24 @@ class Invoice(TimeStampedModel):
         return self.invoice_number or f"Draft {str(self.id)[:8]}"
 
     @property
+    def net_total(self) -> Decimal:
+        """The grand total less the credit notes."""
+        return self.grand_total - self.credited
+
+    @property
+    def net_paid(self) -> Decimal:
+        """What the patient has paid and not had back."""
+        return self.paid - self.refunded
+
+    @property
     def balance(self) -> Decimal:
-        return self.grand_total - self.paid
+        """Left to collect: never negative (CONTRACT section 13)."""
+        return max(ZERO, self.net_total - self.net_paid)
+
+    @property
+    def refund_due(self) -> Decimal:
+        """Owed back to the patient (paid, then credited, not yet refunded): never negative."""
+        return max(ZERO, self.net_paid - self.net_total)
 
     @property
     def is_editable(self) -> bool:
@@ -183,6 +257,8 @@ class LineItem(models.Model):
     rate = models.DecimalField(max_digits=12, decimal_places=2)
     discount = models.DecimalField(max_digits=12, decimal_places=2, default=ZERO)
     tax_rate = models.DecimalField(max_digits=5, decimal_places=2, default=ZERO)
+    tax_category = _tax_category_field()
+    hsn_sac = _hsn_sac_field("Copied from the catalogue entry, or as sent; blank when neither names one.")
     taxable_amount = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
     cgst = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
     sgst = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
@@ -225,6 +301,7 @@ class LineItem(models.Model):
             ),
             models.CheckConstraint(condition=Q(igst=0) | Q(cgst=0, sgst=0), name="lineitem_igst_xor_cgst_sgst"),
             models.CheckConstraint(condition=~Q(service_name=""), name="lineitem_service_name_not_empty"),
+            *_tax_detail_constraints("lineitem"),
         ]
 
     def __str__(self) -> str:
@@ -286,6 +363,137 @@ class Payment(models.Model):
         return f"{self.amount} {self.payment_mode} {self.reference}".strip()
 
 
+def _money_column(help_text: str = "") -> models.DecimalField:
+    return models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False, help_text=help_text)
+
+
+class CreditNote(models.Model):
+    """A GST credit note against an issued invoice (CONTRACT section 13): it reduces what the invoice asks,
+    line by line, with the tax each line carried; the invoice's own lines never change. Numbered per branch
+    per financial year of its date in its own gap-free series (BLR/CN/2026-27/00001). Never updated or
+    deleted (a trigger refuses both, as for payments)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="credit_notes")
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False, db_index=False)
+    credit_note_number = models.CharField(max_length=40, editable=False)
+    financial_year = models.CharField(max_length=7, editable=False, help_text="e.g. 2026-27")
+    date = models.DateField(help_text="Branch-local day of issue; its financial year decides the number series.")
+    reason = models.CharField(max_length=500)
+    taxable = _money_column()
+    cgst = _money_column()
+    sgst = _money_column()
+    igst = _money_column()
+    tax = _money_column()
+    total = _money_column("taxable + tax: what the invoice's net total goes down by.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["invoice", "created_at"], name="creditnote_invoice"),
+            models.Index(fields=["branch", "date"], name="creditnote_branch_date", include=["total"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["branch", "credit_note_number"], name="creditnote_number_unique_per_branch"
+            ),
+            models.CheckConstraint(
+                condition=Q(taxable__gte=0, cgst__gte=0, sgst__gte=0, igst__gte=0, total__gt=0),
+                name="creditnote_amounts_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(tax=F("cgst") + F("sgst") + F("igst")) & Q(total=F("taxable") + F("tax")),
+                name="creditnote_totals_add_up",
+            ),
+            models.CheckConstraint(condition=~Q(reason=""), name="creditnote_reason_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.credit_note_number
+
+
+class CreditNoteLine(models.Model):
+    """What a credit note takes off one invoice line: a quantity of it, or an amount of its taxable value,
+    with the tax reversed at the line's rate. Name, HSN/SAC, category and rate are copied for the document."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    credit_note = models.ForeignKey(CreditNote, on_delete=models.PROTECT, related_name="lines")
+    line = models.ForeignKey(LineItem, on_delete=models.PROTECT, related_name="credit_lines")
+    position = models.PositiveSmallIntegerField(default=0)
+    service_name = models.CharField(max_length=200)
+    hsn_sac = _hsn_sac_field("As on the invoice line.")
+    tax_category = _tax_category_field()
+    tax_rate = models.DecimalField(max_digits=5, decimal_places=2, default=ZERO)
+    quantity = models.DecimalField(
+        max_digits=10, decimal_places=3, null=True, blank=True, help_text="Units credited; null for an amount credit."
+    )
+    taxable_amount = _money_column()
+    cgst = _money_column()
+    sgst = _money_column()
+    igst = _money_column()
+    amount = _money_column("taxable_amount + cgst + sgst + igst")
+
+    class Meta:
+        ordering = ["credit_note", "position", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(quantity__isnull=True) | Q(quantity__gt=0), name="creditline_quantity"),
+            models.CheckConstraint(
+                condition=Q(taxable_amount__gte=0, cgst__gte=0, sgst__gte=0, igst__gte=0, amount__gt=0),
+                name="creditline_amounts_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(amount=F("taxable_amount") + F("cgst") + F("sgst") + F("igst")),
+                name="creditline_amount_adds_up",
+            ),
+            *_tax_detail_constraints("creditline"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service_name}: {self.amount}"
+
+
+class Refund(models.Model):
+    """Money paid back to the patient on an invoice: at most what was paid and not yet refunded. Never
+    updated or deleted (a trigger refuses both, as for payments)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="refunds")
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False, db_index=False)
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    payment_mode = models.CharField(max_length=20, choices=Payment.Mode.choices, help_text="How the money went back.")
+    reference = models.CharField(max_length=100, blank=True, help_text="Required for every mode but cash.")
+    refund_date = models.DateField(help_text="The branch-local day the money was paid back.")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    recorded_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
+
+    class Meta:
+        ordering = ["recorded_at", "id"]
+        indexes = [
+            models.Index(fields=["invoice", "recorded_at"], name="refund_invoice"),
+            models.Index(fields=["branch", "refund_date"], name="refund_branch_date", include=["amount"]),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="refund_amount_positive"),
+            models.CheckConstraint(
+                condition=Q(payment_mode__in=["cash", "card", "upi", "neft", "cheque", "online", "insurance"]),
+                name="refund_mode_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(payment_mode="cash") | ~Q(reference=""), name="refund_reference_unless_cash"
+            ),
+            models.UniqueConstraint(
+                fields=["invoice", "payment_mode", "reference"],
+                condition=~Q(payment_mode="cash"),
+                name="refund_unique_reference_per_invoice",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Refund {self.amount} {self.payment_mode} {self.reference}".strip()
+
+
 # The financial summary's rollups (migration 0004): invoices, lines and payments summed per branch and day,
 # and again per branch and calendar month, so a summary reads one row per whole month in its range and day
 # rows only for the (at most two) partial months at its ends: tens of rows per branch, department and mode,
@@ -324,17 +532,17 @@ class RollupRow(models.Model):
 
 class InvoiceRollup(RollupRow):
     """Billed (finalized, partially paid or paid) invoices dated in the period: the sums of their grand
-    totals and of what has been paid on them so far."""
+    totals and of their balances as they stand (each never negative, so it is summed as such)."""
 
     pk = models.CompositePrimaryKey("branch_id", "period", "period_start")
     billed = models.DecimalField(max_digits=18, decimal_places=2, default=ZERO)
-    paid = models.DecimalField(max_digits=18, decimal_places=2, default=ZERO)
+    outstanding = models.DecimalField(max_digits=18, decimal_places=2, default=ZERO)
 
     class Meta:
         indexes = [models.Index(fields=["period", "period_start"], name="invoicerollup_period")]
 
     def __str__(self) -> str:
-        return f"{self.branch_id} {self.period} {self.period_start}: {self.billed} billed, {self.paid} paid"
+        return f"{self.branch_id} {self.period} {self.period_start}: {self.billed} billed, {self.outstanding} due"
 
 
 class LineRollup(RollupRow):
@@ -367,6 +575,32 @@ class PaymentRollup(RollupRow):
         return f"{self.branch_id} {self.period} {self.period_start} {self.payment_mode}: {self.amount}"
 
 
+class CreditRollup(RollupRow):
+    """Credit notes dated in the period, summed (their totals)."""
+
+    pk = models.CompositePrimaryKey("branch_id", "period", "period_start")
+    amount = models.DecimalField(max_digits=18, decimal_places=2, default=ZERO)
+
+    class Meta:
+        indexes = [models.Index(fields=["period", "period_start"], name="creditrollup_period")]
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.period} {self.period_start}: {self.amount} credited"
+
+
+class RefundRollup(RollupRow):
+    """Refunds dated in the period, summed."""
+
+    pk = models.CompositePrimaryKey("branch_id", "period", "period_start")
+    amount = models.DecimalField(max_digits=18, decimal_places=2, default=ZERO)
+
+    class Meta:
+        indexes = [models.Index(fields=["period", "period_start"], name="refundrollup_period")]
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.period} {self.period_start}: {self.amount} refunded"
+
+
 class InvoiceNumberCounter(models.Model):
     """The last invoice number issued by a branch in a financial year (billing.numbering)."""
 
@@ -378,6 +612,23 @@ class InvoiceNumberCounter(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["branch", "financial_year"], name="invoice_counter_per_branch_year")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.financial_year}: {self.last_number}"
+
+
+class CreditNoteNumberCounter(models.Model):
+    """The last credit note number issued by a branch in a financial year (billing.numbering)."""
+
+    id = models.BigAutoField(primary_key=True)
+    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
+    financial_year = models.CharField(max_length=7, help_text="e.g. 2026-27")
+    last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["branch", "financial_year"], name="creditnote_counter_per_branch_year")
         ]
 
     def __str__(self) -> str:

@@ -9,17 +9,24 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from billing import models
+from billing.tax import TaxCategory as TaxCategoryChoices
 from clinic.api.shapes import Doc, Number
+from clinic.states import GST_STATE_CODES
+
+ZERO = Decimal("0.00")
 
 # The invoice columns' precision (14 digits; clinic.api.shapes.Money has 12), as documented before.
 Amount = Number(max_digits=14, decimal_places=2)
 
 InvoiceStatus = Annotated[str, models.Invoice.Status]
+TaxCategory = Annotated[str, TaxCategoryChoices]
+TaxRate = Annotated[Decimal, Number(max_digits=5, decimal_places=2)]
+HsnSac = Annotated[str | None, Doc("SAC (services) or HSN (goods) code; null when none was given.")]
 # Payment.Mode's values without labels: the enum the payment request body declares too (PaymentModeEnum).
 PaymentMode = Literal["cash", "card", "upi", "neft", "cheque", "online", "insurance"]
 
@@ -30,7 +37,7 @@ class InvoiceSummary(TypedDict):
     patient_name: str
     total: Annotated[Decimal, Amount, Doc("The grand total.")]
     paid: Annotated[Decimal, Amount]
-    balance: Annotated[Decimal, Amount, Doc("total - paid")]
+    balance: Annotated[Decimal, Amount, Doc("Left to collect: max(0, total - credited - (paid - refunded)).")]
     status: InvoiceStatus
     date: datetime.date
 
@@ -56,7 +63,9 @@ class InvoiceLineItem(TypedDict):
     quantity: Annotated[Decimal, Number(max_digits=10, decimal_places=3)]
     rate: Annotated[Decimal, Amount]
     discount: Annotated[Decimal, Amount]
-    tax_rate: Annotated[Decimal, Number(max_digits=5, decimal_places=2)]
+    tax_rate: TaxRate
+    tax_category: TaxCategory
+    hsn_sac: HsnSac
     taxable_amount: Annotated[Decimal, Amount, Doc("quantity x rate - discount")]
     cgst: Annotated[Decimal, Amount]
     sgst: Annotated[Decimal, Amount]
@@ -86,6 +95,71 @@ class Payment(TypedDict):
     recorded_at: Annotated[datetime.datetime, Doc("With the branch's UTC offset.")]
 
 
+class HsnSummaryRow(TypedDict):
+    """The lines of one HSN/SAC code, tax category and rate, summed: the HSN/SAC summary a GST tax invoice
+    carries."""
+
+    hsn_sac: HsnSac
+    tax_category: TaxCategory
+    tax_rate: TaxRate
+    taxable_value: Annotated[Decimal, Amount]
+    cgst: Annotated[Decimal, Amount]
+    sgst: Annotated[Decimal, Amount]
+    igst: Annotated[Decimal, Amount]
+    total_tax: Annotated[Decimal, Amount]
+
+
+class CreditNoteLine(TypedDict):
+    id: uuid.UUID
+    line_id: Annotated[uuid.UUID, Doc("The invoice line credited.")]
+    service_name: str
+    hsn_sac: HsnSac
+    tax_category: TaxCategory
+    tax_rate: TaxRate
+    quantity: Annotated[
+        Decimal | None, Number(max_digits=10, decimal_places=3), Doc("Units credited; null for an amount credit.")
+    ]
+    taxable_amount: Annotated[Decimal, Amount]
+    cgst: Annotated[Decimal, Amount]
+    sgst: Annotated[Decimal, Amount]
+    igst: Annotated[Decimal, Amount]
+    amount: Annotated[Decimal, Amount]
+
+
+class CreditNoteTotals(TypedDict):
+    taxable: Annotated[Decimal, Amount]
+    cgst: Annotated[Decimal, Amount]
+    sgst: Annotated[Decimal, Amount]
+    igst: Annotated[Decimal, Amount]
+    tax: Annotated[Decimal, Amount]
+    total: Annotated[Decimal, Amount, Doc("What the invoice's net total went down by.")]
+
+
+class CreditNote(TypedDict):
+    """A GST credit note: immutable, numbered in the branch's own credit note series of its financial year."""
+
+    id: uuid.UUID
+    credit_note_number: Annotated[str, Doc("BLR/CN/2026-27/00001")]
+    date: datetime.date
+    invoice_id: uuid.UUID
+    invoice_number: str
+    reason: str
+    lines: list[CreditNoteLine]
+    totals: CreditNoteTotals
+    created_at: Annotated[datetime.datetime, Doc("With the branch's UTC offset.")]
+
+
+class Refund(TypedDict):
+    """Money paid back to the patient; refunds are never changed or reversed."""
+
+    id: uuid.UUID
+    amount: Annotated[Decimal, Amount]
+    payment_mode: Annotated[PaymentMode, Doc("How the money went back.")]
+    reference: Annotated[str | None, Doc("Null for a cash refund without one.")]
+    refund_date: datetime.date
+    recorded_at: Annotated[datetime.datetime, Doc("With the branch's UTC offset.")]
+
+
 class InvoiceDetail(TypedDict):
     id: uuid.UUID
     invoice_number: Annotated[str | None, Doc("BLR/2026-27/00042; null for drafts.")]
@@ -93,22 +167,47 @@ class InvoiceDetail(TypedDict):
     status: InvoiceStatus
     branch: InvoiceBranch
     patient: InvoicePatient
+    place_of_supply: Annotated[str, Doc("State of supply: the patient's, else the branch's.")]
+    place_of_supply_code: Annotated[str | None, Doc("Its GST state code, e.g. 29.")]
     line_items: list[InvoiceLineItem]
     totals: InvoiceTotals
+    hsn_summary: list[HsnSummaryRow]
     payments: list[Payment]
-    paid: Annotated[Decimal, Amount]
-    balance: Annotated[Decimal, Amount]
+    credit_notes: list[CreditNote]
+    refunds: list[Refund]
+    paid: Annotated[Decimal, Amount, Doc("Sum of the payments.")]
+    credited: Annotated[Decimal, Amount, Doc("Sum of the credit notes.")]
+    net_total: Annotated[Decimal, Amount, Doc("grand_total - credited")]
+    refunded: Annotated[Decimal, Amount, Doc("Sum of the refunds.")]
+    balance: Annotated[Decimal, Amount, Doc("Left to collect: max(0, net_total - (paid - refunded)).")]
+    refund_due: Annotated[Decimal, Amount, Doc("Owed to the patient: max(0, (paid - refunded) - net_total).")]
 
 
 class PaidInvoice(TypedDict):
+    """The invoice's money after a payment, credit note or refund."""
+
     id: uuid.UUID
     status: InvoiceStatus
     paid: Annotated[Decimal, Amount]
+    credited: Annotated[Decimal, Amount]
+    net_total: Annotated[Decimal, Amount]
+    refunded: Annotated[Decimal, Amount]
     balance: Annotated[Decimal, Amount]
+    refund_due: Annotated[Decimal, Amount]
 
 
 class PaymentRecorded(TypedDict):
     payment: Payment
+    invoice: PaidInvoice
+
+
+class CreditNoteIssued(TypedDict):
+    credit_note: CreditNote
+    invoice: PaidInvoice
+
+
+class RefundRecorded(TypedDict):
+    refund: Refund
     invoice: PaidInvoice
 
 
@@ -118,6 +217,8 @@ class FinancialSummary(TypedDict):
     ]
     total_collected: Annotated[Decimal, Amount, Doc("Sum of the payments dated in the range.")]
     total_outstanding: Annotated[Decimal, Amount, Doc("Sum of the current balances of the billed invoices.")]
+    total_credited: Annotated[Decimal, Amount, Doc("Sum of the credit notes dated in the range.")]
+    total_refunded: Annotated[Decimal, Amount, Doc("Sum of the refunds dated in the range.")]
     collection_by_mode: Annotated[
         dict[str, Annotated[Decimal, Amount]], Doc("Every payment mode, with 0 where nothing was collected.")
     ]
@@ -154,6 +255,8 @@ def line_item_representation(line: models.LineItem) -> InvoiceLineItem:
         "rate": line.rate,
         "discount": line.discount,
         "tax_rate": line.tax_rate,
+        "tax_category": line.tax_category,
+        "hsn_sac": line.hsn_sac or None,
         "taxable_amount": line.taxable_amount,
         "cgst": line.cgst,
         "sgst": line.sgst,
@@ -173,9 +276,95 @@ def payment_representation(payment: models.Payment, invoice: models.Invoice) -> 
     }
 
 
+def hsn_summary(lines: Iterable[models.LineItem]) -> list[HsnSummaryRow]:
+    """The lines summed per HSN/SAC code, category and rate, in code order (lines without a code last)."""
+    rows: dict[tuple[str, str, Decimal], list[Decimal]] = {}
+    for line in lines:
+        sums = rows.setdefault((line.hsn_sac, line.tax_category, line.tax_rate), [ZERO, ZERO, ZERO, ZERO])
+        for index, value in enumerate((line.taxable_amount, line.cgst, line.sgst, line.igst)):
+            sums[index] += value
+    return [
+        {
+            "hsn_sac": code or None,
+            "tax_category": category,
+            "tax_rate": rate,
+            "taxable_value": taxable,
+            "cgst": cgst,
+            "sgst": sgst,
+            "igst": igst,
+            "total_tax": cgst + sgst + igst,
+        }
+        for (code, category, rate), (taxable, cgst, sgst, igst) in sorted(
+            rows.items(), key=lambda row: (row[0][0] == "", row[0][0], row[0][1], row[0][2])
+        )
+    ]
+
+
+def credit_note_representation(credit_note: models.CreditNote, invoice: models.Invoice) -> CreditNote:
+    return {
+        "id": credit_note.id,
+        "credit_note_number": credit_note.credit_note_number,
+        "date": credit_note.date,
+        "invoice_id": invoice.id,
+        "invoice_number": invoice.invoice_number or "",
+        "reason": credit_note.reason,
+        "lines": [
+            {
+                "id": line.id,
+                "line_id": line.line_id,
+                "service_name": line.service_name,
+                "hsn_sac": line.hsn_sac or None,
+                "tax_category": line.tax_category,
+                "tax_rate": line.tax_rate,
+                "quantity": None if line.quantity is None else _quantity(line.quantity),
+                "taxable_amount": line.taxable_amount,
+                "cgst": line.cgst,
+                "sgst": line.sgst,
+                "igst": line.igst,
+                "amount": line.amount,
+            }
+            for line in credit_note.lines.all()
+        ],
+        "totals": {
+            "taxable": credit_note.taxable,
+            "cgst": credit_note.cgst,
+            "sgst": credit_note.sgst,
+            "igst": credit_note.igst,
+            "tax": credit_note.tax,
+            "total": credit_note.total,
+        },
+        "created_at": credit_note.created_at.astimezone(invoice.branch.zone),
+    }
+
+
+def refund_representation(refund: models.Refund, invoice: models.Invoice) -> Refund:
+    return {
+        "id": refund.id,
+        "amount": refund.amount,
+        "payment_mode": cast(PaymentMode, refund.payment_mode),  # a Payment.Mode value (a DB constraint)
+        "reference": refund.reference or None,
+        "refund_date": refund.refund_date,
+        "recorded_at": refund.recorded_at.astimezone(invoice.branch.zone),
+    }
+
+
+def invoice_money(invoice: models.Invoice) -> PaidInvoice:
+    return {
+        "id": invoice.id,
+        "status": invoice.status,
+        "paid": invoice.paid,
+        "credited": invoice.credited,
+        "net_total": invoice.net_total,
+        "refunded": invoice.refunded,
+        "balance": invoice.balance,
+        "refund_due": invoice.refund_due,
+    }
+
+
 def invoice_detail(invoice: models.Invoice) -> InvoiceDetail:
-    """The invoice detail of CONTRACT section 8 (load it with billing.selectors.invoice_get)."""
+    """The invoice detail of CONTRACT sections 8 and 13 (load it with billing.selectors.invoice_get)."""
     branch, patient = invoice.branch, invoice.patient
+    lines = list(invoice.line_items.all())
     return {
         "id": invoice.id,
         "invoice_number": invoice.invoice_number,
@@ -183,7 +372,9 @@ def invoice_detail(invoice: models.Invoice) -> InvoiceDetail:
         "status": invoice.status,
         "branch": {"id": branch.id, "name": branch.name, "gstin": branch.gstin or None, "state": branch.state},
         "patient": {"id": patient.id, "patient_id": patient.patient_id, "name": patient.name, "phone": patient.phone},
-        "line_items": [line_item_representation(line) for line in invoice.line_items.all()],
+        "place_of_supply": invoice.place_of_supply,
+        "place_of_supply_code": GST_STATE_CODES.get(invoice.place_of_supply),
+        "line_items": [line_item_representation(line) for line in lines],
         "totals": {
             "sub_total": invoice.sub_total,
             "discount": invoice.discount,
@@ -194,9 +385,16 @@ def invoice_detail(invoice: models.Invoice) -> InvoiceDetail:
             "tax": invoice.tax,
             "grand_total": invoice.grand_total,
         },
+        "hsn_summary": hsn_summary(lines),
         "payments": [payment_representation(payment, invoice) for payment in invoice.payments.all()],
+        "credit_notes": [credit_note_representation(note, invoice) for note in invoice.credit_notes.all()],
+        "refunds": [refund_representation(refund, invoice) for refund in invoice.refunds.all()],
         "paid": invoice.paid,
+        "credited": invoice.credited,
+        "net_total": invoice.net_total,
+        "refunded": invoice.refunded,
         "balance": invoice.balance,
+        "refund_due": invoice.refund_due,
     }
 
 
@@ -204,8 +402,18 @@ def payment_result(payment: models.Payment, invoice: models.Invoice) -> PaymentR
     """The 201 body of a recorded payment: the payment and the invoice's new status, paid and balance."""
     return {
         "payment": payment_representation(payment, invoice),
-        "invoice": {"id": invoice.id, "status": invoice.status, "paid": invoice.paid, "balance": invoice.balance},
+        "invoice": invoice_money(invoice),
     }
+
+
+def credit_note_result(credit_note: models.CreditNote, invoice: models.Invoice) -> CreditNoteIssued:
+    """The 201 body of an issued credit note: the note and the invoice's money as it now stands."""
+    return {"credit_note": credit_note_representation(credit_note, invoice), "invoice": invoice_money(invoice)}
+
+
+def refund_result(refund: models.Refund, invoice: models.Invoice) -> RefundRecorded:
+    """The 201 body of a recorded refund: the refund and the invoice's money as it now stands."""
+    return {"refund": refund_representation(refund, invoice), "invoice": invoice_money(invoice)}
 
 
 def financial_summary(figures: Mapping[str, Any]) -> FinancialSummary:
@@ -214,6 +422,8 @@ def financial_summary(figures: Mapping[str, Any]) -> FinancialSummary:
         "total_billed": figures["total_billed"],
         "total_collected": figures["total_collected"],
         "total_outstanding": figures["total_outstanding"],
+        "total_credited": figures["total_credited"],
+        "total_refunded": figures["total_refunded"],
         "collection_by_mode": figures["collection_by_mode"],
         "revenue_by_department": figures["revenue_by_department"],
     }

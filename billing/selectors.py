@@ -9,10 +9,23 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import DecimalField, F, Prefetch, Q, QuerySet, Sum, Value
+from django.db.models import DecimalField, Prefetch, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from billing.models import Invoice, InvoiceRollup, LineItem, LineRollup, Payment, PaymentRollup, RollupPeriod
+from billing.models import (
+    CreditNote,
+    CreditNoteLine,
+    CreditRollup,
+    Invoice,
+    InvoiceRollup,
+    LineItem,
+    LineRollup,
+    Payment,
+    PaymentRollup,
+    Refund,
+    RefundRollup,
+    RollupPeriod,
+)
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Department
 from clinic.selectors import client_branch_ids
@@ -31,20 +44,37 @@ def visible_invoices(client: ApiClient) -> QuerySet[Invoice]:
     return invoices
 
 
+def _credit_notes() -> QuerySet[CreditNote]:
+    lines = CreditNoteLine.objects.order_by("position", "id")
+    return CreditNote.objects.order_by("created_at", "id").prefetch_related(Prefetch("lines", queryset=lines))
+
+
+def _with_detail(invoices: QuerySet[Invoice]) -> QuerySet[Invoice]:
+    """Everything the detail shows, in 6 queries: the invoice with branch and patient, its lines with their
+    departments, its payments, its credit notes and their lines, and its refunds."""
+    return invoices.select_related("branch", "patient").prefetch_related(
+        Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
+        Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
+        Prefetch("credit_notes", queryset=_credit_notes()),
+        Prefetch("refunds", queryset=Refund.objects.order_by("recorded_at", "id")),
+    )
+
+
+def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
+    """An invoice with everything its detail shows, whatever its branch: for the events its own writes
+    publish (billing.events), never for a client's request."""
+    return _with_detail(Invoice.objects.filter(id=invoice_id)).get()
+
+
 def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> Invoice:
     """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle).
-    With `detail`, everything the detail shows in 3 queries: the invoice with branch and patient, its
-    lines with their departments, and its payments."""
+    With `detail`, everything the detail shows (_with_detail)."""
     try:
         key = uuid.UUID(invoice_id)
     except ValueError:
         raise NotFound(f"No invoice {invoice_id!r}.") from None
-    invoices = visible_invoices(client).filter(id=key).select_related("branch", "patient")
-    if detail:
-        invoices = invoices.prefetch_related(
-            Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
-            Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
-        )
+    invoices = visible_invoices(client).filter(id=key)
+    invoices = _with_detail(invoices) if detail else invoices.select_related("branch", "patient")
     invoice = invoices.first()
     if invoice is None:
         raise NotFound(f"No invoice {invoice_id!r}.")
@@ -97,7 +127,7 @@ def invoice_list(
 def billing_summary(
     *, client: ApiClient, date_from: date, date_to: date, branch_id: uuid.UUID | None = None
 ) -> dict[str, Any]:
-    """The financial summary of CONTRACT section 8 over [date_from, date_to]: three aggregate
+    """The financial summary of CONTRACT sections 8 and 13 over [date_from, date_to]: five aggregate
     queries, and one for the names of the departments found.
 
     Billed invoices are the finalized, partially paid and paid ones dated in the range. total_billed sums
@@ -120,10 +150,17 @@ def billing_summary(
         invoices = invoices.filter(branch_id__in=branches)
         payments = payments.filter(branch_id__in=branches)
         lines = lines.filter(branch_id__in=branches)
+    credits = CreditRollup.objects.filter(periods)
+    refunds = RefundRollup.objects.filter(periods)
+    if branches is not None:
+        credits = credits.filter(branch_id__in=branches)
+        refunds = refunds.filter(branch_id__in=branches)
     totals = invoices.aggregate(
         total_billed=Coalesce(Sum("billed"), _ZERO),
-        total_outstanding=Coalesce(Sum(F("billed") - F("paid")), _ZERO),
+        total_outstanding=Coalesce(Sum("outstanding"), _ZERO),
     )
+    total_credited = credits.aggregate(total=Coalesce(Sum("amount"), _ZERO))["total"]
+    total_refunded = refunds.aggregate(total=Coalesce(Sum("amount"), _ZERO))["total"]
     by_mode = {mode: Decimal("0.00") for mode in Payment.Mode.values}
     for row in payments.order_by().values("payment_mode").annotate(total=Sum("amount")):
         by_mode[row["payment_mode"]] = row["total"]
@@ -141,6 +178,8 @@ def billing_summary(
         "total_billed": totals["total_billed"],
         "total_collected": sum(by_mode.values(), Decimal("0.00")),
         "total_outstanding": totals["total_outstanding"],
+        "total_credited": total_credited,
+        "total_refunded": total_refunded,
         "collection_by_mode": by_mode,
         "revenue_by_department": dict(sorted((names[key], total) for key, total in by_department.items())),
     }
@@ -167,3 +206,9 @@ def rollup_periods(date_from: date, date_to: date) -> Q:
     if date_to.day < last_day_of_month:
         periods |= Q(period=day, period_start__gte=date_to.replace(day=1), period_start__lte=date_to)
     return periods
+
+
+def credit_note_list(*, invoice: Invoice) -> QuerySet[CreditNote]:
+    """The credit notes of an invoice the caller has already read through the client's restriction, oldest
+    first, with their lines."""
+    return _credit_notes().filter(invoice=invoice)

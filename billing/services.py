@@ -1,5 +1,6 @@
 """Writes on invoices and payments: drafts and their lines, finalization with gap-free numbers,
-cancellation, and payments (CONTRACT section 8).
+cancellation, payments, credit notes and refunds (CONTRACT sections 8 and 13). Each publishes its event
+(billing.events) in its own transaction.
 
 Every change to an existing invoice locks its row first (billing.locks, which states the lock order), so
 concurrent changes of one invoice are serialised and each sees the state the previous one left. The
@@ -15,13 +16,22 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
-from django.db.models.functions import Lower
+from django.db.models import DecimalField, Q, Sum
+from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
-from billing import locks, numbering, tax
-from billing.errors import DuplicatePayment
-from billing.models import BILLED_STATUSES, BillableService, Invoice, LineItem, Payment
+from billing import events, locks, numbering, tax
+from billing.errors import DuplicatePayment, DuplicateRefund
+from billing.models import (
+    BILLED_STATUSES,
+    BillableService,
+    CreditNote,
+    CreditNoteLine,
+    Invoice,
+    LineItem,
+    Payment,
+    Refund,
+)
 from clinic.db import violated_constraint
 from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, Department
@@ -37,6 +47,8 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "finalize": (Status.DRAFT,),
     "cancel": (Status.DRAFT, Status.FINALIZED),
     "pay": PAYABLE,
+    "credit": BILLED_STATUSES,
+    "refund": BILLED_STATUSES,
 }
 
 
@@ -51,6 +63,12 @@ class LineInput:
     quantity: Decimal = Decimal(1)
     discount: Decimal = Decimal("0.00")
     service: BillableService | None = None
+    tax_category: str = ""  # "" = from the rate (billing.tax.default_tax_category)
+    hsn_sac: str = ""
+
+    @property
+    def category(self) -> str:
+        return self.tax_category or tax.default_tax_category(self.tax_rate)
 
 
 def _today(branch: Branch) -> date:
@@ -115,6 +133,8 @@ def _build_line(invoice: Invoice, item: LineInput, position: int, field: str) ->
         rate=item.rate,
         discount=figures.discount,
         tax_rate=item.tax_rate,
+        tax_category=item.category,
+        hsn_sac=item.hsn_sac,
         taxable_amount=figures.taxable,
         cgst=figures.cgst,
         sgst=figures.sgst,
@@ -183,6 +203,7 @@ def _finalize(invoice: Invoice) -> None:
     invoice.status = Status.FINALIZED
     invoice.finalized_at = timezone.now()
     invoice.save(update_fields=["invoice_number", "financial_year", "status", "finalized_at", "updated_at"])
+    events.invoice_publish(events.INVOICE_FINALIZED, invoice)
 
 
 @transaction.atomic
@@ -281,11 +302,30 @@ def invoice_cancel(*, invoice: Invoice, reason: str) -> Invoice:
     if not reason:
         raise FieldError({"reason": "A reason is required to cancel an invoice."})
     invoice = _lock(invoice, "cancel")
+    if invoice.credited:
+        raise InvalidState(
+            "Cannot cancel an invoice that has credit notes; credit what is left instead.",
+            current_status=invoice.status,
+        )
     invoice.status = Status.CANCELLED
     invoice.cancelled_at = timezone.now()
     invoice.cancellation_reason = reason
     invoice.save(update_fields=["status", "cancelled_at", "cancellation_reason", "updated_at"])
+    events.invoice_publish(events.INVOICE_CANCELLED, invoice)
     return invoice
+
+
+def _settle(invoice: Invoice, changed: list[str]) -> None:
+    """Save the money figures in `changed` with the status they imply (billing.models, the constraint
+    invoice_status_matches_settlement): nothing left to collect is paid (settled), some net payment is
+    partially_paid, none is finalized."""
+    if invoice.balance == 0:
+        invoice.status = Status.PAID
+    elif invoice.net_paid > 0:
+        invoice.status = Status.PARTIALLY_PAID
+    else:
+        invoice.status = Status.FINALIZED
+    invoice.save(update_fields=[*changed, "status", "updated_at"])
 
 
 @transaction.atomic
@@ -306,16 +346,15 @@ def payment_record(
     unless the invoice is finalized or partially paid; 409 duplicate_payment for a second payment with
     the same mode and reference on the invoice."""
     reference = reference.strip()
-    errors: dict[str, str] = {}
-    if amount <= 0:
-        errors["amount"] = "Must be greater than 0."
-    if payment_mode not in Payment.Mode.values:
-        errors["payment_mode"] = f"Must be one of: {', '.join(Payment.Mode.values)}."
-    elif payment_mode != Payment.Mode.CASH and not reference:
-        errors["reference"] = f"Required for {payment_mode} payments (only cash may go without one)."
     today = _today(invoice.branch)
-    if payment_date is not None and payment_date > today:
-        errors["payment_date"] = f"Cannot be in the future (today is {today} at this branch)."
+    errors = _money_in_problems(
+        amount=amount,
+        payment_mode=payment_mode,
+        reference=reference,
+        day=payment_date,
+        day_field="payment_date",
+        today=today,
+    )
     if errors:
         raise FieldError(errors)
     invoice = _lock(invoice, "pay")
@@ -342,8 +381,8 @@ def payment_record(
             raise _duplicate(payment_mode, reference) from None
         raise
     invoice.paid += amount
-    invoice.status = Status.PAID if invoice.paid == invoice.grand_total else Status.PARTIALLY_PAID
-    invoice.save(update_fields=["paid", "status", "updated_at"])
+    _settle(invoice, ["paid"])
+    events.payment_publish(payment, invoice)
     return payment
 
 
@@ -353,6 +392,22 @@ def _duplicate(payment_mode: str, reference: str) -> DuplicatePayment:
         payment_mode=payment_mode,
         reference=reference,
     )
+
+
+def _money_in_problems(
+    *, amount: Decimal, payment_mode: str, reference: str, day: date | None, day_field: str, today: date
+) -> dict[str, str]:
+    """The field checks payments and refunds share (400 on each field named)."""
+    errors: dict[str, str] = {}
+    if amount <= 0:
+        errors["amount"] = "Must be greater than 0."
+    if payment_mode not in Payment.Mode.values:
+        errors["payment_mode"] = f"Must be one of: {', '.join(Payment.Mode.values)}."
+    elif payment_mode != Payment.Mode.CASH and not reference:
+        errors["reference"] = f"Required for {payment_mode} (only cash may go without one)."
+    if day is not None and day > today:
+        errors[day_field] = f"Cannot be in the future (today is {today} at this branch)."
+    return errors
 
 
 def line_inputs_resolve(items: Sequence[dict]) -> list[LineInput]:
@@ -396,7 +451,11 @@ def line_inputs_resolve(items: Sequence[dict]) -> list[LineInput]:
             tax_rate=item["tax_rate"] if item.get("tax_rate") is not None else service.tax_rate,  # type: ignore[union-attr]
             quantity=item.get("quantity") or Decimal(1),
             discount=item.get("discount") or Decimal("0.00"),
+            tax_category=_line_category(item, service),
+            hsn_sac=item.get("hsn_sac") or (service.hsn_sac if service else ""),
         )
+        if problem := tax.tax_category_problem(line.category, line.tax_rate):
+            errors[f"{field}.{'tax_category' if item.get('tax_category') else 'tax_rate'}"] = problem
         gross = tax.round_money(line.quantity * line.rate)
         if tax.round_money(line.discount) > gross:
             discount = tax.round_money(line.discount)
@@ -405,6 +464,15 @@ def line_inputs_resolve(items: Sequence[dict]) -> list[LineInput]:
     if errors:
         raise FieldError(errors)
     return resolved
+
+
+def _line_category(item: dict, service: BillableService | None) -> str:
+    """The category as sent; else the catalogue's, unless the line overrides the rate (then from the rate)."""
+    if item.get("tax_category"):
+        return item["tax_category"]
+    if service is not None and item.get("tax_rate") is None:
+        return service.tax_category
+    return ""
 
 
 def _departments(refs: set[str]) -> dict[str, Department]:
@@ -423,3 +491,222 @@ def _departments(refs: set[str]) -> dict[str, Department]:
         found[str(department.id)] = department
         found[department.name.casefold()] = department
     return found
+
+
+@dataclass(frozen=True)
+class CreditLineInput:
+    """One line of a credit note request: all that is left of the invoice line, `quantity` units of it, or
+    `amount` rupees of its taxable value (tax is added at the line's rate)."""
+
+    line_id: uuid.UUID
+    quantity: Decimal | None = None
+    amount: Decimal | None = None
+
+
+MAX_CREDIT_LINES = 100
+
+
+def _credited_so_far(invoice: Invoice) -> dict[uuid.UUID, dict[str, Decimal]]:
+    """Per invoice line, what earlier credit notes took (read under the invoice's lock)."""
+    rows = (
+        CreditNoteLine.objects.filter(credit_note__invoice=invoice)
+        .order_by()
+        .values("line_id")
+        .annotate(
+            taxable=Sum("taxable_amount"),
+            cgst=Sum("cgst"),
+            sgst=Sum("sgst"),
+            igst=Sum("igst"),
+            quantity=Coalesce(Sum("quantity"), Decimal(0), output_field=DecimalField()),
+        )
+    )
+    return {row["line_id"]: {key: row[key] for key in ("taxable", "cgst", "sgst", "igst", "quantity")} for row in rows}
+
+
+def _remaining(line: LineItem, taken: dict[str, Decimal] | None) -> tuple[tax.LineTax, Decimal]:
+    """What is left to credit on a line: its figures less earlier credits, and its quantity less theirs."""
+    taken = taken or {}
+    zero = Decimal("0.00")
+    remaining = tax.LineTax(
+        gross=line.taxable_amount - taken.get("taxable", zero),
+        discount=zero,
+        taxable=line.taxable_amount - taken.get("taxable", zero),
+        cgst=line.cgst - taken.get("cgst", zero),
+        sgst=line.sgst - taken.get("sgst", zero),
+        igst=line.igst - taken.get("igst", zero),
+    )
+    return remaining, line.quantity - taken.get("quantity", Decimal(0))
+
+
+def _credit_line(
+    line: LineItem, request: CreditLineInput, taken: dict[str, Decimal] | None, interstate: bool, field: str
+) -> tuple[tax.LineTax, Decimal | None]:
+    """The figures one requested credit line reverses, and the quantity it credits (None for an amount)."""
+    remaining, units_left = _remaining(line, taken)
+    if remaining.amount <= 0:
+        raise FieldError({f"{field}.line_id": "Nothing is left to credit on this line."})
+    quantity = request.quantity
+    if request.amount is not None:
+        if request.amount > remaining.taxable:
+            raise FieldError({f"{field}.amount": f"At most {remaining.taxable} of taxable value is left on this line."})
+        taxable = request.amount
+    elif quantity is not None:
+        if quantity > units_left:
+            raise FieldError({f"{field}.quantity": f"At most {units_left.normalize():f} units are left on this line."})
+        share = tax.round_money(line.taxable_amount * quantity / line.quantity)
+        taxable = remaining.taxable if quantity == units_left else min(share, remaining.taxable)
+    else:
+        taxable, quantity = remaining.taxable, (units_left if units_left > 0 else None)
+    figures = tax.credit_line_tax(taxable=taxable, tax_rate=line.tax_rate, interstate=interstate, remaining=remaining)
+    if figures.amount <= 0:
+        raise FieldError({field: "This credit comes to 0.00; there is nothing to credit."})
+    return figures, quantity
+
+
+@transaction.atomic
+def credit_note_issue(
+    *, invoice: Invoice, reason: str, lines: Sequence[CreditLineInput], issued_by: str = "system"
+) -> CreditNote:
+    """Issue a credit note against a finalized, partially paid or paid invoice (CONTRACT section 13).
+
+    Under the invoice's row lock, each requested line is checked against what earlier credit notes left of
+    it, so concurrent credit notes can never together credit more than a line (hence the invoice) holds.
+    The note is dated today at the branch and numbered in the branch's credit note series of that
+    financial year. The invoice's `credited` grows and its status follows its balance; its lines never
+    change. 400 naming `reason`, `lines`, `lines.<i>.line_id|quantity|amount`; 409 invalid_state otherwise."""
+    reason = reason.strip()
+    errors: dict[str, str] = {}
+    if not reason:
+        errors["reason"] = "A reason is required for a credit note."
+    if not lines:
+        errors["lines"] = "Name at least one line to credit."
+    seen: dict[uuid.UUID, int] = {}
+    for index, item in enumerate(lines):
+        if item.line_id in seen:
+            errors[f"lines.{index}.line_id"] = f"Already named by lines.{seen[item.line_id]}."
+        seen.setdefault(item.line_id, index)
+    if errors:
+        raise FieldError(errors)
+    invoice = _lock(invoice, "credit")
+    invoice_lines = {line.id: line for line in invoice.line_items.all()}
+    taken = _credited_so_far(invoice)
+    credits: list[tuple[LineItem, tax.LineTax, Decimal | None]] = []
+    for index, item in enumerate(lines):
+        field = f"lines.{index}"
+        line = invoice_lines.get(item.line_id)
+        if line is None:
+            errors[f"{field}.line_id"] = "Not a line of this invoice."
+            continue
+        try:
+            figures, quantity = _credit_line(line, item, taken.get(line.id), invoice.interstate, field)
+        except FieldError as exc:
+            errors.update(exc.errors)
+            continue
+        credits.append((line, figures, quantity))
+    if errors:
+        raise FieldError(errors)
+    day = _today(invoice.branch)
+    year = numbering.financial_year(day)
+    number = numbering.next_credit_note_number(branch_id=invoice.branch_id, year=year)
+    totals = tax.invoice_totals(figures for _, figures, _ in credits)
+    credit_note = CreditNote.objects.create(
+        invoice=invoice,
+        branch_id=invoice.branch_id,
+        credit_note_number=numbering.format_credit_note_number(invoice.branch.code, year, number),
+        financial_year=year,
+        date=day,
+        reason=reason[:500],
+        taxable=totals.taxable,
+        cgst=totals.cgst,
+        sgst=totals.sgst,
+        igst=totals.igst,
+        tax=totals.tax,
+        total=totals.grand_total,
+        created_by=issued_by[:200],
+    )
+    CreditNoteLine.objects.bulk_create(
+        CreditNoteLine(
+            credit_note=credit_note,
+            line=line,
+            position=position,
+            service_name=line.service_name,
+            hsn_sac=line.hsn_sac,
+            tax_category=line.tax_category,
+            tax_rate=line.tax_rate,
+            quantity=quantity,
+            taxable_amount=figures.taxable,
+            cgst=figures.cgst,
+            sgst=figures.sgst,
+            igst=figures.igst,
+            amount=figures.amount,
+        )
+        for position, (line, figures, quantity) in enumerate(credits)
+    )
+    invoice.credited += credit_note.total
+    _settle(invoice, ["credited"])
+    events.credit_note_publish(credit_note, invoice)
+    return credit_note
+
+
+@transaction.atomic
+def refund_record(
+    *,
+    invoice: Invoice,
+    amount: Decimal,
+    payment_mode: str,
+    reference: str = "",
+    refund_date: date | None = None,
+    recorded_by: str = "system",
+) -> Refund:
+    """Record money paid back to the patient: at most what was paid and not yet refunded (CONTRACT section
+    13), checked under the invoice's row lock so concurrent refunds never exceed it. The invoice's
+    `refunded` grows and its status follows its balance (a refund without a credit note reopens it).
+
+    400 on `amount`, `payment_mode`, `reference` (every mode but cash) or `refund_date` (in the future, or
+    before the invoice date); 409 invalid_state on a draft or cancelled invoice; 409 duplicate_refund."""
+    reference = reference.strip()
+    today = _today(invoice.branch)
+    errors = _money_in_problems(
+        amount=amount,
+        payment_mode=payment_mode,
+        reference=reference,
+        day=refund_date,
+        day_field="refund_date",
+        today=today,
+    )
+    if refund_date is not None and refund_date < invoice.date and "refund_date" not in errors:
+        errors["refund_date"] = f"Cannot be before the invoice date ({invoice.date})."
+    if errors:
+        raise FieldError(errors)
+    invoice = _lock(invoice, "refund")
+    if amount > invoice.net_paid:
+        raise FieldError({"amount": f"Cannot exceed what was paid and not yet refunded ({invoice.net_paid})."})
+    duplicate = DuplicateRefund(
+        f"This invoice already has a {payment_mode} refund with reference {reference!r}.",
+        payment_mode=payment_mode,
+        reference=reference,
+    )
+    if (
+        payment_mode != Payment.Mode.CASH
+        and invoice.refunds.filter(payment_mode=payment_mode, reference=reference).exists()
+    ):
+        raise duplicate
+    try:
+        with transaction.atomic():
+            refund = Refund.objects.create(
+                invoice=invoice,
+                branch_id=invoice.branch_id,
+                amount=amount,
+                payment_mode=payment_mode,
+                reference=reference,
+                refund_date=refund_date or today,
+                recorded_by=recorded_by[:200],
+            )
+    except IntegrityError as exc:  # a backstop: the row lock already serialises refunds of one invoice
+        if violated_constraint(exc) == "refund_unique_reference_per_invoice":
+            raise duplicate from None
+        raise
+    invoice.refunded += amount
+    _settle(invoice, ["refunded"])
+    events.refund_publish(refund, invoice)
+    return refund

@@ -1,4 +1,8 @@
-"""GST arithmetic of CONTRACT section 8, in Decimal only (never float).
+"""GST arithmetic of CONTRACT sections 8 and 13, in Decimal only (never float).
+
+Every line has a tax category (section 13): `exempt` (healthcare services by a clinical establishment),
+`nil_rated` and `zero_rated` carry no tax; `taxable` lines carry one of the statutory rates. Credit notes
+reverse tax line by line with the same arithmetic (credit_line_tax).
 
 Per line: gross = quantity x rate and tax = taxable x tax_rate / 100, each rounded half-up to the paisa;
 taxable = gross - discount; amount = taxable + tax. Inside one state (or when the patient's state is
@@ -17,9 +21,46 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from django.db import models
+
 PAISA = Decimal("0.01")
 ZERO = Decimal("0.00")
 HUNDRED = Decimal(100)
+
+
+class TaxCategory(models.TextChoices):
+    """The GST treatment of a supply (CONTRACT section 13)."""
+
+    EXEMPT = "exempt", "Exempt (healthcare services by a clinical establishment)"
+    NIL_RATED = "nil_rated", "Nil rated"
+    ZERO_RATED = "zero_rated", "Zero rated"
+    TAXABLE = "taxable", "Taxable"
+
+
+# The GST rates in force for taxable supplies: the contract's 5, 12, 18 and 28 (with 0.25 and 3, which the
+# law has for some goods), and 40, the rate the September 2025 rationalisation brought for a few goods.
+# 12 and 28 stay valid: invoices may be dated back to 1 April of the previous financial year.
+STATUTORY_RATES: tuple[Decimal, ...] = tuple(Decimal(r) for r in ("0.25", "3", "5", "12", "18", "28", "40"))
+UNTAXED_CATEGORIES = (TaxCategory.EXEMPT, TaxCategory.NIL_RATED, TaxCategory.ZERO_RATED)
+# SAC for services, HSN for goods: 4, 6 or 8 ASCII digits (4 suffice up to 5 crore turnover, 6 above).
+HSN_SAC_PATTERN = r"^([0-9]{4}|[0-9]{6}|[0-9]{8})$"
+
+
+def tax_category_problem(category: str, rate: Decimal) -> str | None:
+    """Why `rate` cannot go with `category`, or None: untaxed categories carry 0, taxable a statutory rate."""
+    if category not in TaxCategory.values:
+        return f"Must be one of: {', '.join(TaxCategory.values)}."
+    if category != TaxCategory.TAXABLE:
+        return None if rate == 0 else f"A {category} supply carries no tax: tax_rate must be 0."
+    if rate not in STATUTORY_RATES:
+        return f"A taxable supply needs a GST rate of {', '.join(str(r.normalize()) for r in STATUTORY_RATES)}."
+    return None
+
+
+def default_tax_category(rate: Decimal) -> str:
+    """The category of a line that states only a rate: 0 is an exempt healthcare service (what a clinic's
+    untaxed lines almost always are), anything else taxable."""
+    return TaxCategory.EXEMPT if rate == 0 else TaxCategory.TAXABLE
 
 
 def round_money(value: Decimal) -> Decimal:
@@ -60,6 +101,29 @@ def line_tax(*, quantity: Decimal, rate: Decimal, discount: Decimal, tax_rate: D
         return LineTax(gross=gross, discount=discount, taxable=taxable, cgst=ZERO, sgst=ZERO, igst=tax)
     cgst = round_money(tax / 2)
     return LineTax(gross=gross, discount=discount, taxable=taxable, cgst=cgst, sgst=tax - cgst, igst=ZERO)
+
+
+def credit_line_tax(
+    *, taxable: Decimal, tax_rate: Decimal, interstate: bool, remaining: LineTax | None = None
+) -> LineTax:
+    """The tax a credit of `taxable` (rupees of taxable value) reverses on a line: the line's own rate and
+    split. When the credit takes all that is left of the line (`remaining`, the line's figures less what
+    earlier credit notes took), it reverses exactly the tax that is left, so a line credited in parts never
+    reverses more or less tax in all than it carried, whatever the rounding of each part."""
+    if remaining is not None and taxable == remaining.taxable:
+        return remaining
+    figures = line_tax(quantity=Decimal(1), rate=taxable, discount=ZERO, tax_rate=tax_rate, interstate=interstate)
+    if remaining is None:
+        return figures
+    # Never more of a kind than is left (a part rounded up just before the last part).
+    return LineTax(
+        gross=figures.gross,
+        discount=ZERO,
+        taxable=figures.taxable,
+        cgst=min(figures.cgst, remaining.cgst),
+        sgst=min(figures.sgst, remaining.sgst),
+        igst=min(figures.igst, remaining.igst),
+    )
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ import json
 import re
 import uuid
 from datetime import datetime
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from clinic.api import renderers
 from clinic.crypto import decrypt, encrypt
 from clinic.models import Branch
 from integrations.webhooks import signing
@@ -171,12 +172,28 @@ class WebhookSubscription(models.Model):
         return ", ".join(f"{name}: {'•' * 8}" for name in self.extra_headers)
 
 
+class PayloadEncoder(json.JSONEncoder):
+    """Writes a payload as the API writes its bodies (clinic.api.renderers): money (Decimal) as an exact JSON
+    number, never a string nor a float; dates, times and UUIDs as the API shows them."""
+
+    def encode(self, o: object) -> str:
+        return renderers.dumps(o).decode()
+
+
+class PayloadDecoder(json.JSONDecoder):
+    """Reads numbers with a fraction back as Decimal, so money leaves in the delivery as it was stored."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs["parse_float"] = Decimal
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 class WebhookEvent(models.Model):
     """One published event (the outbox entry). Its id is the webhook-id of every delivery of it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=40, db_index=True)
-    payload = models.JSONField(encoder=DjangoJSONEncoder, help_text="The body's data object.")
+    payload = models.JSONField(encoder=PayloadEncoder, decoder=PayloadDecoder, help_text="The body's data object.")
     branch_ref = models.UUIDField(null=True, blank=True, help_text="Branch the event happened at (for the filter).")
     is_test = models.BooleanField(default=False, help_text="A test event sent from the admin to one subscription.")
     created_at = models.DateTimeField(db_index=True)
@@ -196,7 +213,7 @@ class WebhookEvent(models.Model):
             "timestamp": self.created_at.isoformat(),
             "data": self.payload,
         }
-        return json.dumps(envelope, cls=DjangoJSONEncoder, separators=(",", ":"), ensure_ascii=False).encode()
+        return renderers.dumps(envelope)
 
 
 class WebhookDelivery(models.Model):

@@ -12,7 +12,7 @@ import factory
 from django.forms.models import model_to_dict
 from django.test import Client
 
-from billing import services
+from billing import services, tax
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, Payment
 from clinic.api.renderers import dumps
 from tests.factories import DepartmentFactory
@@ -44,6 +44,7 @@ class BillableServiceFactory(factory.django.DjangoModelFactory):
     department = factory.SubFactory(DepartmentFactory)
     rate = Decimal("500.00")
     tax_rate = Decimal("18.00")
+    tax_category = factory.LazyAttribute(lambda service: tax.default_tax_category(service.tax_rate))
 
 
 def line(

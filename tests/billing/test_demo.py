@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from billing.devdata.demo import seed_demo_billing
-from billing.models import BillableService, Invoice, Payment
+from billing.models import BillableService, CreditNote, Invoice, Payment, Refund
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,16 +30,25 @@ def test_the_demo_has_a_catalogue_and_invoices_in_every_status_at_every_branch(b
     again = seed_demo_billing(branches=[blr, mum], patients=patients)
 
     assert first == again
-    assert BillableService.objects.count() == 8
-    assert BillableService.objects.values("department").distinct().count() == 5
+    assert BillableService.objects.count() == 11
+    assert BillableService.objects.values("department").distinct().count() == 6
+    # Exempt healthcare services and taxable items, every one with its HSN/SAC code.
+    assert set(BillableService.objects.values_list("tax_category", flat=True)) == {"exempt", "taxable"}
+    assert not BillableService.objects.filter(hsn_sac="").exists()
     for branch in (blr, mum):
         invoices = Invoice.objects.filter(branch=branch)
         assert set(invoices.values_list("status", flat=True)) == STATUSES
         assert {True, False} == set(invoices.values_list("interstate", flat=True))
         numbers = sorted(n for n in invoices.values_list("invoice_number", flat=True) if n)
         assert numbers == [f"{branch.code}/{numbers[0].split('/')[1]}/{k:05d}" for k in range(1, len(numbers) + 1)]
-    assert Invoice.objects.count() == 12
+    assert Invoice.objects.count() == 14
     assert Payment.objects.count() == 6
+    # At each branch the paid invoice's cosmetic peel was credited and the money refunded.
+    notes = CreditNote.objects.order_by("branch__code")
+    assert [n.credit_note_number.split("/")[:2] for n in notes] == [["BLR", "CN"], ["MUM", "CN"]]
+    assert [r.amount for r in Refund.objects.order_by("branch__code")] == [n.total for n in notes]
+    assert all(invoice.refund_due == 0 for invoice in Invoice.objects.all())
+    assert len(first["credit_notes"]) == len(first["refunds"]) == 2
     assert {entry["status"] for entry in first["invoices"]} == STATUSES
     assert [entry["code"] for entry in first["catalogue"]][:2] == ["CONS-GEN", "CONS-FU"]
 
@@ -51,6 +60,8 @@ def test_seed_demo_lists_the_catalogue_and_invoices_in_its_manifest():
     call_command("seed_demo", "--json", stdout=StringIO())
 
     manifest = json.loads(out.getvalue())
-    assert len(manifest["catalogue"]) == 8
+    assert len(manifest["catalogue"]) == 11
+    assert {entry["tax_category"] for entry in manifest["catalogue"]} == {"exempt", "taxable"}
+    assert len(manifest["credit_notes"]) == len(manifest["refunds"]) == 2
     assert {entry["status"] for entry in manifest["invoices"]} == STATUSES
-    assert Invoice.objects.count() == len(manifest["invoices"]) == 12
+    assert Invoice.objects.count() == len(manifest["invoices"]) == 14

@@ -214,15 +214,26 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
     def save_model(self, request: HttpRequest, obj: Patient, form: Any, change: bool) -> None:
         """Registration and edits go through the services (duplicate rule under its lock, patient_id from
         the sequence, national ID encrypted); the form's object then becomes the saved row, so the
-        inlines attach to it."""
+        inlines attach to it. The patient event waits for the inlines (save_related)."""
         data = form.service_data()
         if change:
-            saved = services.patient_update(patient=obj, data={**data, "branch": obj.registration_branch})
+            saved = services.patient_update(
+                patient=obj, data={**data, "branch": obj.registration_branch}, publish=False
+            )
         else:
-            saved = services.patient_create(branch=obj.registration_branch, data=data)
+            saved = services.patient_create(branch=obj.registration_branch, data=data, publish=False)
         obj.pk = saved.pk
         obj._state.adding = False
         obj.refresh_from_db()
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """After the inlines, in the page's transaction: `patient.registered` for a registration, and
+        `patient.updated` when the patient's own fields or its insurance rows changed (the record; the
+        clinical inlines publish no patient event), carrying the profile with the inlines saved."""
+        super().save_related(request, form, formsets, change)
+        insurance_changed = any(formset.has_changed() for formset in formsets if formset.model is Insurance)
+        if not change or form.has_changed() or insurance_changed:
+            services.patient_saved_publish(patient=form.instance, registered=not change)
 
 
 @admin.register(Visit)

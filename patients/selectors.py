@@ -132,14 +132,20 @@ def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     """A visible patient's profile in two statements whatever its size: the patient with its branch and
     its small sections (insurance, active diagnoses, allergies, current medications), then its visits.
     A merged patient's ref resolves to the surviving record (one more statement), as in patient_get."""
+    return _profile(visible_patients(client), ref)
+
+
+def patient_profile_of(*, patient_id: uuid.UUID) -> PatientProfile:
+    """Any patient's profile, read as patient_profile reads it but under no client's restriction: what the
+    patient events carry (their subscriptions filter by branch themselves). Two statements."""
+    return _profile(Patient.objects.all(), str(patient_id))
+
+
+def _profile(patients: QuerySet[Patient], ref: str) -> PatientProfile:
     today = timezone.localdate()
     sections = RawSQL(_SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField())  # noqa: S611 - fixed SQL
     merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
-    patients = (
-        visible_patients(client)
-        .select_related("registration_branch")
-        .annotate(sections=sections, merged_ids=merged_ids)
-    )
+    patients = patients.select_related("registration_branch").annotate(sections=sections, merged_ids=merged_ids)
     patient: Any = _by_ref(patients, ref).first()  # with the annotations
     if patient is not None and patient.merged_into_id is not None:
         patient = patients.filter(id=patient.merged_into_id).first()

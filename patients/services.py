@@ -1,7 +1,10 @@
-"""Writes on patients: registration with race-safe duplicate detection, and partial updates."""
+"""Writes on patients: registration with race-safe duplicate detection, partial updates, deactivation and
+merges. Each publishes its patient event (patients.events) in its own transaction: `patient.registered`, or
+`patient.updated` when the record actually changed."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date
 from typing import Any
 
@@ -13,7 +16,7 @@ from clinic.db import violated_constraint
 from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, RecordChange
 from clinic.records import record_change_write
-from patients import locks
+from patients import events, locks
 from patients.errors import DuplicatePatient
 from patients.identifiers import format_patient_id
 from patients.models import Insurance, Patient
@@ -40,6 +43,10 @@ ADDRESS_FIELDS = {
     "state": "address_state",
     "pincode": "address_pincode",
 }
+# What a create/PATCH may change on the row, compared before and after an update: an update that changes
+# none of them (nor the insurance list) publishes nothing. The national ID by its lookup hash (its
+# ciphertext differs on every encryption of the same number).
+_RECORD_FIELDS = (*COLUMN_FIELDS, *ADDRESS_FIELDS.values(), "national_id_hash", "registration_branch_id")
 
 
 def patient_duplicate_find(
@@ -141,11 +148,12 @@ def _apply(patient: Patient, data: dict[str, Any]) -> None:
 
 @transaction.atomic
 def patient_create(
-    *, branch: Branch, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None
+    *, branch: Branch, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None, publish: bool = True
 ) -> Patient:
-    """Register a patient. `data` holds validated create fields; raises DuplicatePatient (409).
-    `visible_branch_ids`: the branches the caller may see (None: all), so a conflict with a record
-    elsewhere names no ids."""
+    """Register a patient and publish `patient.registered`. `data` holds validated create fields; raises
+    DuplicatePatient (409). `visible_branch_ids`: the branches the caller may see (None: all), so a
+    conflict with a record elsewhere names no ids. `publish=False`: the caller saves more of the patient
+    in this transaction and publishes afterwards (patient_saved_publish)."""
     locks.identity_lock(phone=data["phone"], date_of_birth=data["date_of_birth"])
     _check_duplicate(phone=data["phone"], date_of_birth=data["date_of_birth"], visible_branch_ids=visible_branch_ids)
     with connection.cursor() as cursor:
@@ -155,15 +163,20 @@ def patient_create(
     _apply(patient, data)
     _save(patient, visible_branch_ids)
     _replace_insurance(patient, data.get("insurance") or [])
+    if publish:
+        events.publish(events.PATIENT_REGISTERED, patient)
     return patient
 
 
 @transaction.atomic
 def patient_update(
-    *, patient: Patient, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None
+    *, patient: Patient, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None, publish: bool = True
 ) -> Patient:
-    """Apply a partial update; the duplicate rule is checked again when phone or birth date change."""
+    """Apply a partial update; the duplicate rule is checked again when phone or birth date change. Publishes
+    `patient.updated` when a value actually changed (identical values publish nothing). `publish=False`: as
+    for patient_create."""
     locked = locks.patient_lock(patient_id=patient.pk)
+    before = _record_state(locked)
     phone = data.get("phone", locked.phone)
     date_of_birth = data.get("date_of_birth", locked.date_of_birth)
     if (phone, date_of_birth) != (locked.phone, locked.date_of_birth):
@@ -173,9 +186,31 @@ def patient_update(
         )
     _apply(locked, data)
     _save(locked, visible_branch_ids)
-    if "insurance" in data:
+    changed = _record_state(locked) != before
+    if "insurance" in data and _insurance_differs(locked, data["insurance"] or []):
         _replace_insurance(locked, data["insurance"] or [])
+        changed = True
+    if changed and publish:
+        events.publish(events.PATIENT_UPDATED, locked)
     return locked
+
+
+def _record_state(patient: Patient) -> tuple[Any, ...]:
+    return tuple(getattr(patient, field) for field in _RECORD_FIELDS)
+
+
+def _insurance_differs(patient: Patient, entries: list[dict[str, Any]]) -> bool:
+    """Whether `entries` are other than the stored ones, order aside (the profile orders them itself)."""
+    stored = Counter(patient.insurance.values_list("provider", "policy_number", "valid_until"))
+    return stored != Counter((entry["provider"], entry["policy_number"], entry.get("valid_until")) for entry in entries)
+
+
+@transaction.atomic(savepoint=False)
+def patient_saved_publish(*, patient: Patient, registered: bool) -> None:
+    """Publish the event of a registration (`registered`) or of a change saved with publish=False, once the
+    rest of the change is saved too, so the profile it carries is the one that commits: the admin's patient
+    page, after its inlines. Call it in the transaction of the change, and only when something changed."""
+    events.publish(events.PATIENT_REGISTERED if registered else events.PATIENT_UPDATED, patient)
 
 
 def _replace_insurance(patient: Patient, entries: list[dict[str, Any]]) -> None:
@@ -205,7 +240,7 @@ def _required_reason(reason: str) -> str:
 @transaction.atomic
 def patient_deactivate(*, patient: Patient, by: str, reason: str) -> Patient:
     """Deactivate a registration: it stays readable with all its records, and no longer counts as a
-    duplicate of a new one. 409 invalid_state when it is inactive already."""
+    duplicate of a new one; publishes `patient.updated`. 409 invalid_state when it is inactive already."""
     reason = _required_reason(reason)
     locked = locks.patient_lock(patient_id=patient.pk)
     if not locked.is_active:
@@ -219,6 +254,7 @@ def patient_deactivate(*, patient: Patient, by: str, reason: str) -> Patient:
         changes={"is_active": (True, False)},
         reason=reason,
     )
+    events.publish(events.PATIENT_UPDATED, locked)
     return locked
 
 
@@ -229,7 +265,11 @@ def patient_merge(*, source: Patient, target: Patient, by: str, reason: str) -> 
     appointments and invoices (documents issued under that registration), is deactivated and points at
     the survivor. The survivor's profile includes the merged records' clinical rows, and the API resolves
     the source's ids to the survivor (patients.selectors). Records merged earlier into the source follow
-    it to the survivor, so a pointer is never more than one step long."""
+    it to the survivor, so a pointer is never more than one step long.
+
+    Publishes one `patient.updated`, for the survivor (its profile now includes the merged records' rows),
+    at the survivor's branch. None for the merged record: its API representation is the survivor's now
+    (its ids resolve there), and a subscription limited to its branch is not one to see the survivor."""
     reason = _required_reason(reason)
     if source.pk == target.pk:
         raise FieldError({"target": "A patient cannot be merged into itself."})
@@ -267,4 +307,5 @@ def patient_merge(*, source: Patient, target: Patient, by: str, reason: str) -> 
         changes={"merged_from": (None, source.pk)},
         reason=reason,
     )
+    events.publish(events.PATIENT_UPDATED, target)
     return target

@@ -363,7 +363,7 @@ def test_there_is_a_relative_server(schema):
 
 
 def test_every_registered_event_kind_is_a_documented_webhook(schema):
-    from integrations.webhooks.registry import event_kinds
+    from integrations.webhooks.registry import event_kind_get, event_kinds
 
     assert set(schema["webhooks"]) == {kind.name for kind in event_kinds()}
     assert {
@@ -383,8 +383,14 @@ def test_every_registered_event_kind_is_a_documented_webhook(schema):
         assert envelope["properties"]["type"]["enum"] == [kind]
         assert envelope["properties"]["timestamp"]["format"] == "date-time"
         data = envelope["properties"]["data"]
-        assert data["properties"]["appointment"] == {"$ref": "#/components/schemas/Appointment"}
-        assert ("previous" in data["properties"]) is (kind == "appointment.rescheduled"), kind
+        parts = event_kind_get(kind).payload
+        assert data["required"] == [part.key for part in parts], kind
+        assert {key: value["$ref"] for key, value in data["properties"].items()} == {
+            part.key: f"#/components/schemas/{part.component}" for part in parts
+        }, kind
+        if kind.startswith("appointment."):
+            assert data["properties"]["appointment"] == {"$ref": "#/components/schemas/Appointment"}
+            assert ("previous" in data["properties"]) is (kind == "appointment.rescheduled"), kind
 
 
 def test_create_operations_link_to_the_operations_that_take_their_ids(schema):

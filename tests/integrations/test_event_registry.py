@@ -27,7 +27,6 @@ from integrations.webhooks.registry import (
     event_kinds,
     event_kinds_notifying,
 )
-from patients import events as patient_events
 from tests.factories import BranchFactory
 from tests.integrations.webhook_receiver import ALL_KINDS, fake_dns, subscribe
 
@@ -71,6 +70,8 @@ def checkboxes(html: str, name: str) -> list[tuple[str, str]]:
 
 def test_the_appointment_kinds_are_registered_by_the_appointments_app_in_order():
     assert [kind.name for kind in event_kinds() if kind.name.startswith("appointment.")] == ALL_KINDS
+    # Apps register in INSTALLED_APPS order: the patient kinds (patients.events) come first.
+    assert [kind.name for kind in event_kinds()][:2] == ["patient.registered", "patient.updated"]
     assert event_kind_get(appointment_events.APPOINTMENT_RESCHEDULED).payload == (
         PayloadPart("appointment", "Appointment"),
         PayloadPart("previous", "Appointment", "The representation before the change."),
@@ -126,9 +127,8 @@ def test_a_kind_without_payload_is_refused():
 
 @pytest.mark.django_db
 def test_publishing_an_unregistered_kind_raises_and_writes_nothing():
-    # Named by CONTRACT section 12 and declared by the patients app, but not registered until published.
-    with pytest.raises(UnknownEventKind, match=r"Unknown event type 'patient\.registered'"):
-        event_publish(event_type=patient_events.PATIENT_REGISTERED, payload={"patient": {}})
+    with pytest.raises(UnknownEventKind, match=r"Unknown event type 'widget\.made'"):
+        event_publish(event_type=WIDGET_MADE.name, payload={"appointment": {}})
     assert not WebhookEvent.objects.exists()
 
 
@@ -149,7 +149,8 @@ def test_a_kind_registered_by_any_app_is_published_and_delivered_to_its_subscrib
 def test_the_subscription_form_offers_exactly_the_registered_kinds():
     choices = list(WebhookSubscriptionForm().fields["event_types"].choices)
     assert [value for value, _ in choices] == [kind.name for kind in event_kinds()]
-    assert choices[0] == ("appointment.booked", "appointment.booked: An appointment was booked.")
+    assert ("appointment.booked", "appointment.booked: An appointment was booked.") in choices
+    assert ("patient.registered", "patient.registered: A patient was registered.") in choices
 
 
 @pytest.mark.django_db
@@ -161,7 +162,9 @@ def test_the_subscription_add_page_offers_exactly_the_registered_kinds(staff):
 @pytest.mark.django_db
 def test_a_kind_registered_later_is_offered_and_subscribable_without_a_migration(widget_registered, staff, fake_dns):
     page = staff.get(SUBSCRIPTION_ADD_URL).content.decode()
-    assert [value for value, _ in checkboxes(page, "event_types")] == [*ALL_KINDS, "widget.made"]
+    offered = [value for value, _ in checkboxes(page, "event_types")]
+    assert offered == [kind.name for kind in event_kinds()]
+    assert offered[-1] == "widget.made"
 
     response = staff.post(
         SUBSCRIPTION_ADD_URL,
@@ -184,8 +187,8 @@ def test_a_kind_registered_later_is_offered_and_subscribable_without_a_migration
 def test_a_subscription_to_an_unregistered_kind_is_refused(fake_dns):
     from django.core.exceptions import ValidationError
 
-    with pytest.raises(ValidationError, match=r"Unknown event kinds: patient\.registered"):
-        subscribe("https://hooks.example.com/", ["appointment.booked", "patient.registered"])
+    with pytest.raises(ValidationError, match=r"Unknown event kinds: widget\.made"):
+        subscribe("https://hooks.example.com/", ["appointment.booked", "widget.made"])
     assert not WebhookSubscription.objects.exists()
 
 
@@ -199,7 +202,8 @@ def test_the_command_takes_all_as_every_registered_kind(widget_registered, fake_
         "create_webhook_subscription", "--name", "All", "--url", "https://hooks.example.com/", "--events", "all",
         stdout=StringIO(),
     )  # fmt: skip
-    assert WebhookSubscription.objects.get().event_types == [*ALL_KINDS, "widget.made"]
+    assert WebhookSubscription.objects.get().event_types == [kind.name for kind in event_kinds()]
+    assert WebhookSubscription.objects.get().event_types[-1] == "widget.made"
 
 
 # --- Notification settings ------------------------------------------------------------------------------
@@ -268,9 +272,10 @@ def test_notification_channels_follow_the_registry_and_the_settings_for_any_doma
 
 
 def test_the_webhooks_section_documents_each_kind_with_its_declared_payload(widget_registered):
-    section = _webhooks({"Appointment": {}})
+    section = _webhooks({"Appointment": {}, "PatientProfile": {}})
 
-    assert list(section) == [*ALL_KINDS, "widget.made"]
+    assert list(section) == [kind.name for kind in event_kinds()]
+    assert list(section)[-1] == "widget.made"
     data = section["widget.made"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
     assert data["type"] == {"type": "string", "enum": ["widget.made"]}
     assert data["data"] == {
@@ -281,5 +286,8 @@ def test_the_webhooks_section_documents_each_kind_with_its_declared_payload(widg
 
 
 def test_a_kind_whose_payload_component_does_not_exist_fails_the_schema_generation():
-    with pytest.raises(LookupError, match=r"The event appointment\.booked has no payload schema"):
+    first = event_kinds()[0]
+    with pytest.raises(LookupError, match=rf"The event {re.escape(first.name)} has no payload schema"):
         _webhooks({})
+    with pytest.raises(LookupError, match=r"The event appointment\.booked has no payload schema"):
+        _webhooks({"PatientProfile": {}})

@@ -235,6 +235,8 @@ def tls_certificate() -> Iterator[Callable[..., Certificate]]:
 
 # --- Helpers shared by the webhook tests ----------------------------------------------------------------
 
+# The appointment kinds (registration order), which `subscribe` subscribes to by default; the patient kinds
+# (patients.events) are registered too, before them.
 ALL_KINDS = [
     "appointment.booked",
     "appointment.rescheduled",

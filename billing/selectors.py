@@ -212,3 +212,16 @@ def credit_note_list(*, invoice: Invoice) -> QuerySet[CreditNote]:
     """The credit notes of an invoice the caller has already read through the client's restriction, oldest
     first, with their lines."""
     return _credit_notes().filter(invoice=invoice)
+
+
+def credit_note_get(*, invoice: Invoice, credit_note_id: str) -> CreditNote:
+    """A credit note of an invoice already read through the client's restriction; 404 when unknown,
+    malformed or of another invoice."""
+    try:
+        key = uuid.UUID(credit_note_id)
+    except ValueError:
+        raise NotFound(f"No credit note {credit_note_id!r} on this invoice.") from None
+    note = credit_note_list(invoice=invoice).filter(id=key).first()
+    if note is None:
+        raise NotFound(f"No credit note {credit_note_id!r} on this invoice.")
+    return note

@@ -37,6 +37,8 @@ FINALIZED: dict[str, Any] = {
             "rate": Decimal("500.00"),
             "discount": Decimal("0.00"),
             "tax_rate": Decimal("0.00"),
+            "tax_category": "exempt",
+            "hsn_sac": "999312",
             "taxable_amount": Decimal("500.00"),
             "cgst": Decimal("0.00"),
             "sgst": Decimal("0.00"),
@@ -45,12 +47,14 @@ FINALIZED: dict[str, Any] = {
         },
         {
             "id": "b2c3d4e5-f607-4182-93a4-b5c6d7e8f901",
-            "service_name": "Physiotherapy session",
-            "department": "Orthopaedics",
+            "service_name": "Cosmetic laser session (per hour)",
+            "department": "Dermatology",
             "quantity": Decimal("1.5"),
             "rate": Decimal("700.00"),
             "discount": Decimal("50.00"),
             "tax_rate": Decimal("18.00"),
+            "tax_category": "taxable",
+            "hsn_sac": "999722",
             "taxable_amount": Decimal("1000.00"),
             "cgst": Decimal("90.00"),
             "sgst": Decimal("90.00"),
@@ -68,10 +72,40 @@ FINALIZED: dict[str, Any] = {
         "tax": Decimal("180.00"),
         "grand_total": Decimal("1680.00"),
     },
+    "hsn_summary": [
+        {
+            "hsn_sac": "999312",
+            "tax_category": "exempt",
+            "tax_rate": Decimal("0.00"),
+            "taxable_value": Decimal("500.00"),
+            "cgst": Decimal("0.00"),
+            "sgst": Decimal("0.00"),
+            "igst": Decimal("0.00"),
+            "total_tax": Decimal("0.00"),
+        },
+        {
+            "hsn_sac": "999722",
+            "tax_category": "taxable",
+            "tax_rate": Decimal("18.00"),
+            "taxable_value": Decimal("1000.00"),
+            "cgst": Decimal("90.00"),
+            "sgst": Decimal("90.00"),
+            "igst": Decimal("0.00"),
+            "total_tax": Decimal("180.00"),
+        },
+    ],
     "payments": [],
+    "credit_notes": [],
+    "refunds": [],
     "paid": Decimal("0.00"),
+    "credited": Decimal("0.00"),
+    "net_total": Decimal("1680.00"),
+    "refunded": Decimal("0.00"),
     "balance": Decimal("1680.00"),
+    "refund_due": Decimal("0.00"),
 }
+FINALIZED["place_of_supply"] = "Karnataka"
+FINALIZED["place_of_supply_code"] = "29"
 PAYMENT = {
     "id": "c4d5e6f7-0819-4a2b-8c3d-4e5f60718293",
     "amount": Decimal("1000.00"),
@@ -122,6 +156,17 @@ INTERSTATE_EXAMPLE = example(
             "tax": Decimal("180.00"),
             "grand_total": Decimal("1180.00"),
         },
+        hsn_summary=[
+            {
+                **FINALIZED["hsn_summary"][1],
+                "cgst": Decimal("0.00"),
+                "sgst": Decimal("0.00"),
+                "igst": Decimal("180.00"),
+            }
+        ],
+        place_of_supply="Tamil Nadu",
+        place_of_supply_code="33",
+        net_total=Decimal("1180.00"),
         balance=Decimal("1180.00"),
     ),
 )
@@ -160,12 +205,14 @@ CREATE_REQUEST = OpenApiExample(
         "line_items": [
             {"service_code": "CONS-GEN", "quantity": 1},
             {
-                "service_name": "Physiotherapy session",
-                "department": "Orthopaedics",
+                "service_name": "Cosmetic laser session (per hour)",
+                "department": "Dermatology",
                 "quantity": Decimal("1.5"),
                 "rate": Decimal("700.00"),
                 "discount": Decimal("50.00"),
+                "tax_category": "taxable",
                 "tax_rate": Decimal("18"),
+                "hsn_sac": "999722",
             },
         ],
         "finalize": True,
@@ -195,7 +242,100 @@ PAYMENT_EXAMPLE = example(
             "id": INVOICE_ID,
             "status": "partially_paid",
             "paid": Decimal("1000.00"),
+            "credited": Decimal("0.00"),
+            "net_total": Decimal("1680.00"),
+            "refunded": Decimal("0.00"),
             "balance": Decimal("680.00"),
+            "refund_due": Decimal("0.00"),
+        },
+    },
+    "201",
+)
+CREDIT_NOTE: dict[str, Any] = {
+    "id": "e7f80912-3a4b-4c5d-9e6f-708192a3b4c5",
+    "credit_note_number": "BLR/CN/2026-27/00007",
+    "date": "2026-11-23",
+    "invoice_id": INVOICE_ID,
+    "invoice_number": "BLR/2026-27/00042",
+    "reason": "Half an hour of the laser session not given",
+    "lines": [
+        {
+            "id": "f8091a2b-3c4d-4e5f-8a7b-8c9d0e1f2a3b",
+            "line_id": "b2c3d4e5-f607-4182-93a4-b5c6d7e8f901",
+            "service_name": "Cosmetic laser session (per hour)",
+            "hsn_sac": "999722",
+            "tax_category": "taxable",
+            "tax_rate": Decimal("18.00"),
+            "quantity": Decimal("0.5"),
+            "taxable_amount": Decimal("333.33"),
+            "cgst": Decimal("30.00"),
+            "sgst": Decimal("30.00"),
+            "igst": Decimal("0.00"),
+            "amount": Decimal("393.33"),
+        }
+    ],
+    "totals": {
+        "taxable": Decimal("333.33"),
+        "cgst": Decimal("30.00"),
+        "sgst": Decimal("30.00"),
+        "igst": Decimal("0.00"),
+        "tax": Decimal("60.00"),
+        "total": Decimal("393.33"),
+    },
+    "created_at": "2026-11-23T11:05:40+05:30",
+}
+CREDIT_NOTE_EXAMPLE = example("Credit note", CREDIT_NOTE)
+CREDIT_NOTE_LIST_EXAMPLE = example("Credit notes", [CREDIT_NOTE])
+CREDIT_NOTE_REQUEST = OpenApiExample(
+    "Credit half an hour",
+    request_only=True,
+    value={
+        "reason": "Half an hour of the laser session not given",
+        "lines": [{"line_id": "b2c3d4e5-f607-4182-93a4-b5c6d7e8f901", "quantity": Decimal("0.5")}],
+    },
+)
+CREDIT_NOTE_ISSUED_EXAMPLE = example(
+    "Credit note issued on a paid invoice",
+    {
+        "credit_note": CREDIT_NOTE,
+        "invoice": {
+            "id": INVOICE_ID,
+            "status": "paid",
+            "paid": Decimal("1680.00"),
+            "credited": Decimal("393.33"),
+            "net_total": Decimal("1286.67"),
+            "refunded": Decimal("0.00"),
+            "balance": Decimal("0.00"),
+            "refund_due": Decimal("393.33"),
+        },
+    },
+    "201",
+)
+REFUND_REQUEST = OpenApiExample(
+    "Refund by UPI",
+    request_only=True,
+    value={"amount": Decimal("393.33"), "payment_mode": "upi", "reference": "UPI-RFND-512345678901"},
+)
+REFUND_EXAMPLE = example(
+    "Refund recorded",
+    {
+        "refund": {
+            "id": "0a1b2c3d-4e5f-4607-8819-2a3b4c5d6e7f",
+            "amount": Decimal("393.33"),
+            "payment_mode": "upi",
+            "reference": "UPI-RFND-512345678901",
+            "refund_date": "2026-11-23",
+            "recorded_at": "2026-11-23T11:20:02+05:30",
+        },
+        "invoice": {
+            "id": INVOICE_ID,
+            "status": "paid",
+            "paid": Decimal("1680.00"),
+            "credited": Decimal("393.33"),
+            "net_total": Decimal("1286.67"),
+            "refunded": Decimal("393.33"),
+            "balance": Decimal("0.00"),
+            "refund_due": Decimal("0.00"),
         },
     },
     "201",
@@ -206,6 +346,8 @@ SUMMARY_EXAMPLE = example(
         "total_billed": Decimal("184250.00"),
         "total_collected": Decimal("151320.50"),
         "total_outstanding": Decimal("36410.00"),
+        "total_credited": Decimal("2150.00"),
+        "total_refunded": Decimal("1800.00"),
         "collection_by_mode": {
             "cash": Decimal("40210.00"),
             "card": Decimal("38000.50"),
@@ -296,4 +438,46 @@ INVALID_STATE_CANCEL = _problem(
     "Invalid state",
     "Cannot cancel an invoice that is partially_paid; it must be draft or finalized.",
     current_status="partially_paid",
+)
+
+OVERCREDIT = _problem(
+    400,
+    "validation_error",
+    "Invalid input",
+    "The request has invalid fields.",
+    errors=[
+        {
+            "field": "lines.0.amount",
+            "code": "invalid",
+            "message": "At most 666.67 of taxable value is left on this line.",
+        }
+    ],
+)
+INVALID_STATE_CREDIT = _problem(
+    409,
+    "invalid_state",
+    "Invalid state",
+    "Cannot credit an invoice that is draft; it must be finalized or partially_paid or paid.",
+    current_status="draft",
+)
+OVERREFUND = _problem(
+    400,
+    "validation_error",
+    "Invalid input",
+    "The request has invalid fields.",
+    errors=[
+        {
+            "field": "amount",
+            "code": "invalid",
+            "message": "Cannot exceed what was paid and not yet refunded (393.33).",
+        }
+    ],
+)
+DUPLICATE_REFUND = _problem(
+    409,
+    "duplicate_refund",
+    "Duplicate refund",
+    "This invoice already has a upi refund with reference 'UPI-RFND-512345678901'.",
+    payment_mode="upi",
+    reference="UPI-RFND-512345678901",
 )

@@ -11,7 +11,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from billing import selectors, services
+from billing import selectors, services, tax
 from billing.models import Invoice, Payment
 from clinic.api.serializers import StrictSerializer
 from clinic.errors import FieldError, NotFound
@@ -54,7 +54,20 @@ class LineItemInputSerializer(StrictSerializer):
         required=False,
         min_value=Decimal(0),
         max_value=Decimal(100),
-        help_text="GST percent (0, 5, 12, 18, 28); required without service_code.",
+        help_text="GST percent: 0 for exempt, nil-rated and zero-rated lines, else one of 0.25, 3, 5, 12, 18, 28, "
+        "40; required without service_code.",
+    )
+    tax_category = serializers.ChoiceField(
+        choices=tax.TaxCategory.values,
+        required=False,
+        help_text="Default: the catalogue entry's (unless tax_rate is sent); else exempt for tax_rate 0 and "
+        "taxable otherwise.",
+    )
+    hsn_sac = serializers.RegexField(
+        tax.HSN_SAC_PATTERN,
+        required=False,
+        help_text="SAC (services) or HSN (goods) code, 4, 6 or 8 digits. Default: the catalogue entry's.",
+        error_messages={"invalid": "Must be 4, 6 or 8 digits (0-9)."},
     )
 
     def validate_quantity(self, value: Decimal) -> Decimal:
@@ -147,10 +160,10 @@ class EmptyBody(StrictSerializer):
     """finalize takes no body; a stray field is refused like everywhere else."""
 
 
-class PaymentSerializer(StrictSerializer):
-    """The payment record request. `today` in the context is the branch-local date (payment_date check)."""
+class _MoneyMovementSerializer(StrictSerializer):
+    """What a payment and a refund request share: amount, mode and reference (required for every mode but
+    cash). `today` in the context is the branch-local date, which the date field may not pass."""
 
-    amount = serializers.DecimalField(max_digits=14, decimal_places=2, help_text="> 0 and at most the balance.")
     payment_mode = serializers.ChoiceField(choices=Payment.Mode.values)
     reference = serializers.CharField(
         max_length=100,
@@ -159,14 +172,13 @@ class PaymentSerializer(StrictSerializer):
         default="",
         help_text="External transaction reference; required for every mode but cash.",
     )
-    payment_date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
 
     def validate_amount(self, value: Decimal) -> Decimal:
         if value <= 0:
             raise serializers.ValidationError("Must be greater than 0.")
         return value
 
-    def validate_payment_date(self, value: date) -> date:
+    def _not_in_future(self, value: date) -> date:
         today = self.context.get("today")
         if today is not None and value > today:
             raise serializers.ValidationError(f"Cannot be in the future (today is {today} at this branch).")
@@ -185,11 +197,72 @@ class PaymentSerializer(StrictSerializer):
         if isinstance(data, Mapping) and "reference" not in errors:
             mode, reference = data.get("payment_mode"), data.get("reference")
             if mode in Payment.Mode.values and mode != Payment.Mode.CASH and not str(reference or "").strip():
-                message = f"Required for {mode} payments (only cash may go without one)."
+                message = f"Required for {mode} (only cash may go without one)."
                 errors["reference"] = [serializers.ErrorDetail(message, code="required")]
         if errors:
             raise serializers.ValidationError(errors)
         return value
+
+
+class PaymentSerializer(_MoneyMovementSerializer):
+    """The payment record request."""
+
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2, help_text="> 0 and at most the balance.")
+    payment_date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
+
+    def validate_payment_date(self, value: date) -> date:
+        return self._not_in_future(value)
+
+
+class RefundSerializer(_MoneyMovementSerializer):
+    """The refund request."""
+
+    amount = serializers.DecimalField(
+        max_digits=14, decimal_places=2, help_text="> 0 and at most what was paid and not yet refunded."
+    )
+    refund_date = serializers.DateField(
+        required=False, help_text="Default: today at the branch; not in the future nor before the invoice date."
+    )
+
+    def validate_refund_date(self, value: date) -> date:
+        return self._not_in_future(value)
+
+
+class CreditLineSerializer(StrictSerializer):
+    line_id = serializers.UUIDField(help_text="A line of this invoice (its `line_items[].id`).")
+    quantity = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=3,
+        required=False,
+        min_value=Decimal("0.001"),
+        help_text="Units to credit, at the line's net price per unit.",
+    )
+    amount = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        required=False,
+        min_value=Decimal("0.01"),
+        help_text="Taxable value to credit, in rupees before tax; the line's GST is reversed on top of it.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "quantity" in attrs and "amount" in attrs:
+            raise serializers.ValidationError({"amount": "Send quantity or amount, not both."})
+        return attrs
+
+
+class CreditNoteSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=500, help_text="Why the invoice is credited (required).")
+    lines = CreditLineSerializer(  # type: ignore[call-arg]
+        many=True,
+        min_length=1,
+        max_length=services.MAX_CREDIT_LINES,
+        help_text="The lines to credit; a line with neither quantity nor amount is credited in full (all that "
+        "earlier credit notes left of it).",
+    )
+
+    def validate_lines(self, value: list[dict[str, Any]]) -> list[services.CreditLineInput]:
+        return [services.CreditLineInput(**line) for line in value]
 
 
 class InvoiceListParams(serializers.Serializer):

@@ -18,23 +18,31 @@ from billing import selectors, services
 from billing.api import schema
 from billing.api.serializers import (
     CancelSerializer,
+    CreditNoteSerializer,
     EmptyBody,
     InvoiceCreateSerializer,
     InvoiceListParams,
     InvoiceUpdateSerializer,
     PaymentSerializer,
+    RefundSerializer,
     SummaryParams,
 )
 from billing.models import Invoice
 from billing.representations import (
+    CreditNote,
+    CreditNoteIssued,
     FinancialSummary,
     InvoiceDetail,
     InvoiceSummary,
     PaymentRecorded,
+    RefundRecorded,
+    credit_note_representation,
+    credit_note_result,
     financial_summary,
     invoice_detail,
     invoice_summary,
     payment_result,
+    refund_result,
 )
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
@@ -43,6 +51,7 @@ from clinic.api.viewsets import ClinicViewSet, created
 from integrations.models import ApiClient
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
+_CREDIT_NOTE_ID = OpenApiParameter("credit_note_id", str, OpenApiParameter.PATH, description="Credit note UUID.")
 _NOT_FOUND = OpenApiResponse(description="`not_found`: unknown id, or an invoice at a branch the client may not see.")
 _DETAIL = OpenApiResponse(shape(InvoiceDetail), description="The invoice detail.")
 _INVALID = OpenApiResponse(description="`validation_error` (`errors` names every bad field) or `unknown_parameter`.")
@@ -68,8 +77,12 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         "finalize": "billing:write",
         "cancel": "billing:write",
         "payments": "billing:write",
+        "credit_notes": "billing:read",
+        "credit_notes_create": "billing:write",
+        "credit_note": "billing:read",
+        "refunds": "billing:write",
     }
-    query_params = {"list": (PageParams, InvoiceListParams)}
+    query_params = {"list": (PageParams, InvoiceListParams), "credit_notes": (PageParams,)}
 
     def get_view_name(self) -> str:
         # The OPTIONS "name" of the invoices and of one invoice, as the plain views gave it.
@@ -275,6 +288,131 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
             recorded_by=f"api:{self.api_client.name}",
         )
         return Response(payment_result(payment, payment.invoice), status=201)
+
+    @extend_schema(
+        operation_id="billing_credit_notes_list",
+        summary="List an invoice's credit notes",
+        parameters=[_ID, *pagination_parameters()],
+        responses={
+            200: OpenApiResponse(shape(CreditNote, many=True), description="A bare JSON array."),
+            404: _NOT_FOUND,
+        },
+        examples=[schema.CREDIT_NOTE_LIST_EXAMPLE],
+    )
+    @action(detail=True, methods=["get"], url_path="credit-notes")
+    def credit_notes(self, request: Request, id: str) -> Response:
+        """The invoice's credit notes, oldest first, each with its lines and totals (they also appear in the
+        invoice detail). Scope: `billing:read`."""
+        invoice = self._invoice()
+        pagination = HeaderPagination(request)
+        page = pagination.paginate(selectors.credit_note_list(invoice=invoice))
+        return pagination.response([credit_note_representation(note, invoice) for note in page])
+
+    @extend_schema(
+        operation_id="billing_credit_notes_create",
+        summary="Issue a credit note",
+        parameters=[_ID, location_header("/api/v1/billing/invoices/{id}/credit-notes/{credit_note_id}")],
+        request=CreditNoteSerializer,
+        responses={
+            201: OpenApiResponse(shape(CreditNoteIssued), description="The credit note and the invoice's new state."),
+            400: _INVALID,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(description="`invalid_state` (with `current_status`): a draft or cancelled invoice."),
+        },
+        examples=[
+            schema.CREDIT_NOTE_REQUEST,
+            schema.CREDIT_NOTE_ISSUED_EXAMPLE,
+            schema.error_example("More than is left on the line", schema.OVERCREDIT),
+            schema.error_example("Draft invoice", schema.INVALID_STATE_CREDIT),
+        ],
+    )
+    @credit_notes.mapping.post
+    def credit_notes_create(self, request: Request, id: str) -> Response:
+        """Issues a GST credit note against a `finalized`, `partially_paid` or `paid` invoice: `reason` and the
+        `lines` to credit, each by `line_id` (a line of this invoice) with `quantity` units, or an `amount` of
+        taxable value in rupees, or neither to credit all that is left of the line. Each line's GST is reversed
+        at its own rate and split (CGST+SGST or IGST as on the invoice); a line credited in parts never reverses
+        more tax than it carried. Numbered per branch per financial year of its date (today at the branch) in
+        its own gap-free series: `BLR/CN/2026-27/00001`. The invoice's lines never change; its `credited` and
+        `net_total` do, and its status follows the balance (`paid` once nothing is left to collect). A paid
+        invoice then credited shows `refund_due` until a refund is recorded. Concurrent credit notes on one
+        invoice are applied one at a time and can never credit more than it holds. Credit notes are never
+        changed or deleted. 400 names every bad field (`lines.0.amount`); 409 `invalid_state` on drafts and
+        cancelled invoices. Honours `Idempotency-Key`. Scope: `billing:write`."""
+        invoice = self._invoice()
+        body = CreditNoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        note = services.credit_note_issue(
+            invoice=invoice,
+            reason=body.validated_data["reason"],
+            lines=body.validated_data["lines"],
+            issued_by=f"api:{self.api_client.name}",
+        )
+        location = f"/api/v1/billing/invoices/{note.invoice_id}/credit-notes/{note.id}"
+        return created(credit_note_result(note, note.invoice), location)
+
+    @extend_schema(
+        operation_id="billing_credit_notes_retrieve",
+        summary="Get a credit note",
+        parameters=[_ID, _CREDIT_NOTE_ID],
+        responses={
+            200: OpenApiResponse(shape(CreditNote), description="The credit note."),
+            404: OpenApiResponse(description="`not_found`: unknown invoice or credit note, or not of this invoice."),
+        },
+        examples=[schema.CREDIT_NOTE_EXAMPLE],
+    )
+    @action(detail=True, methods=["get"], url_path="credit-notes/<str:credit_note_id>")
+    def credit_note(self, request: Request, id: str, credit_note_id: str) -> Response:
+        """One credit note of the invoice, with its lines and totals. Scope: `billing:read`."""
+        invoice = self._invoice()
+        note = selectors.credit_note_get(invoice=invoice, credit_note_id=credit_note_id)
+        return Response(credit_note_representation(note, invoice))
+
+    @extend_schema(
+        operation_id="billing_invoices_refunds_create",
+        summary="Record a refund",
+        parameters=[_ID],
+        request=RefundSerializer,
+        responses={
+            201: OpenApiResponse(shape(RefundRecorded), description="The refund and the invoice's new state."),
+            400: _INVALID,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(
+                description="`invalid_state` (draft or cancelled; with `current_status`) or `duplicate_refund` "
+                "(with `payment_mode` and `reference`)."
+            ),
+        },
+        examples=[
+            schema.REFUND_REQUEST,
+            schema.REFUND_EXAMPLE,
+            schema.error_example("More than was paid", schema.OVERREFUND),
+            schema.error_example("Duplicate refund", schema.DUPLICATE_REFUND),
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def refunds(self, request: Request, id: str) -> Response:
+        """Records money paid back to the patient: `amount` > 0 and at most what was paid and not yet refunded;
+        `payment_mode` and `reference` as for payments (reference required for every mode but cash);
+        `refund_date` defaults to today at the branch and may be neither in the future nor before the invoice
+        date. Usually it settles the `refund_due` a credit note left on a paid invoice; a refund beyond that
+        reopens the balance (the status follows it). Concurrent refunds are applied one at a time and can
+        never exceed what was paid. Refunds cannot be changed or reversed. 409 `invalid_state` on drafts and
+        cancelled invoices; 409 `duplicate_refund` for a second refund with the same mode and reference.
+        Honours `Idempotency-Key`. Scope: `billing:write`."""
+        invoice = self._invoice()
+        today = timezone.localtime(timezone.now(), invoice.branch.zone).date()
+        body = RefundSerializer(data=request.data, context={"today": today})
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        refund = services.refund_record(
+            invoice=invoice,
+            amount=data["amount"],
+            payment_mode=data["payment_mode"],
+            reference=data["reference"],
+            refund_date=data.get("refund_date"),
+            recorded_by=f"api:{self.api_client.name}",
+        )
+        return Response(refund_result(refund, refund.invoice), status=201)
 
 
 class SummaryViewSet(ClinicViewSet[None]):

@@ -65,6 +65,12 @@ class Branch(TimeStampedModel):
         verbose_name_plural = "branches"
         constraints = [
             models.CheckConstraint(condition=models.Q(code__regex=r"^[A-Z0-9]{2,10}$"), name="branch_code_format"),
+            # The state decides CGST+SGST or IGST: it must be one of the list, never free text (migration 0005).
+            models.CheckConstraint(
+                condition=models.Q(state__in=IndianState.values),
+                name="branch_state_known",
+                violation_error_message="Choose the state from the list of Indian states and union territories.",
+            ),
             models.UniqueConstraint(
                 fields=["is_head_office"],
                 condition=models.Q(is_head_office=True),

@@ -29,7 +29,7 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
     if allowed is not None:
         branches = branches.filter(id__in=allowed)
     if state:
-        branches = branches.filter(state__iexact=state)
+        branches = branches.filter(state=state)  # a canonical name (clinic.api.serializers.IndianStateField)
     return branches.order_by("code", "id")
 
 

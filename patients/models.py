@@ -11,6 +11,7 @@ from django.db.models import Value
 from django.db.models.functions import Replace, Upper
 
 from clinic.models import Branch, Department, Doctor, EnteredInErrorModel, TimeStampedModel, entered_in_error_constraint
+from clinic.states import IndianState
 
 
 class Patient(models.Model):
@@ -46,7 +47,9 @@ class Patient(models.Model):
     email = models.EmailField(blank=True)
     address_line1 = models.CharField(max_length=200, blank=True)
     address_city = models.CharField(max_length=100, blank=True)
-    address_state = models.CharField(max_length=100, blank=True)
+    # Canonical names only (the API resolves codes and aliases first); no CHECK constraint, because rows
+    # from before the list was enforced that name no state were kept as they were (migration 0011).
+    address_state = models.CharField(max_length=100, blank=True, choices=IndianState.choices)
     address_pincode = models.CharField(max_length=6, blank=True)
     blood_group = models.CharField(max_length=3, choices=BloodGroup.choices, blank=True)
     registration_branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="patients")

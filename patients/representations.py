@@ -31,7 +31,16 @@ class PatientSummary(TypedDict):
 class PatientAddress(TypedDict):
     line1: str
     city: str
-    state: str
+    # Text, not the enum of names: a record stored before states were checked may hold a value that names no
+    # state (migration patients 0011 left those as they were, for staff to correct).
+    state: Annotated[
+        str,
+        Doc(
+            "The name of an Indian state or union territory, e.g. Karnataka (the names a branch's state takes); "
+            "empty when unknown. "
+            "Records registered before the state was checked may hold an unrecognised value."
+        ),
+    ]
     pincode: str
 
 

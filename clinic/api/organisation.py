@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import list_responses, pagination_parameters, path_id
+from clinic.api.serializers import STATE_FORMS, IndianStateField
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet
 from clinic.models import Branch, Doctor
@@ -37,8 +38,7 @@ DOCTOR_EXAMPLE = {
 
 
 class BranchListParams(serializers.Serializer):
-    # Declares the parameter (ClinicAPIView.query_params); the view reads it as sent.
-    state = serializers.CharField(required=False, help_text="Only branches in this Indian state (case-insensitive).")
+    state = IndianStateField(required=False, help_text=f"Only branches in this state. {STATE_FORMS}")
 
 
 class DoctorListParams(serializers.Serializer):
@@ -61,8 +61,8 @@ class BranchViewSet(ClinicViewSet[Branch]):
     )
     def list(self, request: Request) -> Response:
         """The branches this client may see, ordered by code. Scope: `appointments:read`."""
-        pagination = HeaderPagination(request)
-        branches = branch_list(client=self.api_client, state=request.query_params.get("state"))
+        pagination = HeaderPagination(request, BranchListParams(data=request.query_params))
+        branches = branch_list(client=self.api_client, state=pagination.filters.get("state"))
         return pagination.response([branch_data(branch) for branch in pagination.paginate(branches)])
 
 

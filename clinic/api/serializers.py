@@ -8,6 +8,8 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
+from clinic.states import state_resolve
+
 
 class StrictSerializer(serializers.Serializer):
     """Rejects body fields it does not know (400 per unknown field): a typo must not silently do nothing.
@@ -49,3 +51,32 @@ class OffsetDateTimeField(serializers.DateTimeField):
         if parsed is not None and parsed.tzinfo is None:
             self.fail("naive")
         return super().to_internal_value(value)
+
+
+STATE_FORMS = (
+    "An Indian state or union territory: its name (case and spacing ignored, & for and, official former names "
+    "such as Orissa or Pondicherry accepted), its ISO 3166-2:IN code (IN-KA, case ignored) or its two-digit GST "
+    "state code (29)."
+)
+
+
+class IndianStateField(serializers.CharField):
+    """A state or union territory in any form clinic.states.state_resolve reads; the value is its canonical
+    name. A JSON number is read as a GST state code (29, or 7 for "07")."""
+
+    default_error_messages = {
+        "invalid_choice": "Not an Indian state or union territory. Send its name (Karnataka), its ISO 3166-2:IN "
+        "code (IN-KA) or its two-digit GST state code (29).",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", f"{STATE_FORMS} Stored and returned as the name.")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, int) and not isinstance(data, bool) and 0 <= data <= 99:
+            data = f"{data:02d}"
+        state = state_resolve(super().to_internal_value(data))
+        if state is None:
+            self.fail("invalid_choice")
+        return str(state.value)

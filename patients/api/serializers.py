@@ -10,7 +10,7 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from clinic.api.serializers import StrictSerializer
+from clinic.api.serializers import IndianStateField, StrictSerializer
 from patients.identifiers import normalise_aadhaar, normalise_abha, normalise_phone
 from patients.models import Patient
 
@@ -20,7 +20,7 @@ EARLIEST_BIRTH_DATE = date(1900, 1, 1)
 class AddressSerializer(StrictSerializer):
     line1 = serializers.CharField(max_length=200, required=False, allow_blank=True)
     city = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    state = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    state = IndianStateField(required=False, allow_blank=True)
     pincode = serializers.RegexField(
         r"^[1-9][0-9]{5}$",  # [0-9], not \d: Unicode digits passed \d and then failed the database CHECK
         required=False,

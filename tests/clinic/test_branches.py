@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from integrations.models import ApiClient
 from tests.factories import BranchFactory
-from tests.helpers import bearer
+from tests.helpers import assert_field_errors, bearer
 
 pytestmark = pytest.mark.django_db
 
@@ -85,13 +85,43 @@ def test_state_filter_is_case_insensitive(client, token_for, state):
     assert response["X-Total-Count"] == "2"
 
 
-def test_state_filter_matches_the_whole_name_only(client, token_for):
+@pytest.mark.parametrize("state", ["IN-KA", "in-ka", "29", "Karnataka ", "  karnataka"])
+def test_state_filter_takes_the_iso_and_gst_codes_too(client, token_for, state):
+    BranchFactory(code="BLR", state="Karnataka")
+    BranchFactory(code="MUM", state="Maharashtra")
+
+    response = client.get("/api/v1/branches", {"state": state}, **bearer(token_for(["appointments:read"])))
+
+    assert response.status_code == 200
+    assert [b["code"] for b in response.json()] == ["BLR"]
+
+
+def test_state_filter_of_a_state_without_branches_is_empty(client, token_for):
     BranchFactory(code="BLR", state="Karnataka")
 
-    for state in ("Karna", "Kerala"):
-        response = client.get(f"/api/v1/branches?state={state}", **bearer(token_for(["appointments:read"])))
-        assert response.json() == []
-        assert response["X-Total-Count"] == "0"
+    response = client.get("/api/v1/branches?state=Kerala", **bearer(token_for(["appointments:read"])))
+
+    assert response.json() == []
+    assert response["X-Total-Count"] == "0"
+
+
+@pytest.mark.parametrize("state", ["Karna", "Karnatka", "97", "IN-XX"])
+def test_state_filter_naming_no_state_is_a_400(client, token_for, state):
+    BranchFactory(code="BLR", state="Karnataka")
+
+    response = client.get(f"/api/v1/branches?state={state}", **bearer(token_for(["appointments:read"])))
+
+    assert_field_errors(
+        response,
+        [
+            {
+                "field": "state",
+                "code": "invalid_choice",
+                "message": "Not an Indian state or union territory. Send its name (Karnataka), its ISO 3166-2:IN "
+                "code (IN-KA) or its two-digit GST state code (29).",
+            }
+        ],
+    )
 
 
 def test_state_filter_applies_within_a_restricted_client(client, token_for):

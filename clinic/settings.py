@@ -279,6 +279,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "AppointmentStatusEnum": "appointments.models.Appointment.Status",
+        "TaxCategoryEnum": "billing.tax.TaxCategory",
     },
 }
 

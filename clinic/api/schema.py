@@ -78,7 +78,8 @@ class ClinicAutoSchema(AutoSchema):
                 schema["minItems"] = min_length
             if max_length is not None:
                 schema["maxItems"] = max_length
-        if isinstance(field, serializers.DecimalField) and schema.get("type") == "number":
+        types = schema.get("type")
+        if isinstance(field, serializers.DecimalField) and "number" in (types if isinstance(types, list) else [types]):
             schema["format"] = "decimal"
             schema["multipleOf"] = float(Decimal(1).scaleb(-(field.decimal_places or 0)))
         return schema

@@ -306,6 +306,44 @@ CASES: dict[str, Case] = {
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
     ),
+    "billing_credit_notes_list": Case(
+        lambda of, w: Call("GET", f"/api/v1/billing/invoices/{of('id').finalized.id}/credit-notes"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "billing_credit_notes_create": Case(
+        lambda of, w: Call(
+            "POST",
+            f"/api/v1/billing/invoices/{of('id').finalized.id}/credit-notes",
+            body={
+                "reason": "Overcharged",
+                "lines": [{"line_id": str(of("id").finalized.line_items.get().id), "amount": 5}],
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "billing_credit_notes_retrieve": Case(
+        lambda of, w: Call(
+            "GET",
+            f"/api/v1/billing/invoices/{of('id').finalized.id}/credit-notes/{of('credit_note_id').credit_note.id}",
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND, "credit_note_id": Refusal.NOT_FOUND},
+    ),
+    "billing_invoices_refunds_create": Case(
+        lambda of, w: Call(
+            "POST",
+            f"/api/v1/billing/invoices/{of('id').finalized.id}/refunds",
+            body={"amount": 20.5, "payment_mode": "upi", "reference": "UPI-RFND-1"},
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
     "billing_summary": Case(
         lambda of, w: Call(
             "GET",

@@ -53,8 +53,9 @@ def _uri(value: object) -> bool:
 
 @FORMATS.checks("decimal")
 def _decimal(value: object) -> bool:
-    """Money and quantities leave as JSON numbers (never strings); their places are `multipleOf`'s."""
-    return isinstance(value, int | Decimal) and not isinstance(value, bool)
+    """Money and quantities leave as JSON numbers (never strings); their places are `multipleOf`'s. (A null
+    where the type allows one is the type's business, not the format's.)"""
+    return value is None or (isinstance(value, int | Decimal) and not isinstance(value, bool))
 
 
 def _closed(node: Any) -> Any:
@@ -144,7 +145,16 @@ VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
         lambda w: cases.Call(
             "POST",
             f"/api/v1/billing/invoices/{w.home.finalized.id}/payments",
-            body={"amount": 1080, "payment_mode": "cash"},
+            body={"amount": str(w.home.finalized.balance), "payment_mode": "cash"},
+        ),
+    ),
+    (
+        "billing_credit_notes_create",
+        "the whole line, leaving a refund due",
+        lambda w: cases.Call(
+            "POST",
+            f"/api/v1/billing/invoices/{w.home.finalized.id}/credit-notes",
+            body={"reason": "Not given", "lines": [{"line_id": str(w.home.finalized.line_items.get().id)}]},
         ),
     ),
 ]

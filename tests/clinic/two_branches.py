@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
 
 from appointments.models import Appointment, WeeklySession
-from billing.models import Invoice
+from billing.models import CreditNote, Invoice
+from billing.services import CreditLineInput, credit_note_issue
 from integrations.clients.scopes import SCOPES
 from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
@@ -43,11 +45,12 @@ class Site:
     checked_in: Appointment  # next-week Monday 11:00, `plain`
     draft: Invoice
     finalized: Invoice
+    credit_note: CreditNote  # 10.00 of the finalized invoice's line credited
 
     def ids(self) -> set[str]:
         """The ids of every object bound to this branch (departments are shared by the network)."""
         objects = [self.branch, self.doctor, self.patient, self.plain, self.booked, self.started, self.checked_in]
-        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized]}
+        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note]}
 
 
 @dataclass
@@ -118,7 +121,13 @@ def _site(code: str, state: str, gstin: str, number: int) -> Site:
     draft = make_invoice(branch=branch, patient=patient, department=department, finalize=False)
     finalized = make_invoice(branch=branch, patient=patient, department=department)
     pay(finalized, "100.00", mode="upi", reference=f"UPI-{code}")
-    return Site(branch, doctor, patient, plain, booked, started, checked_in, draft, finalized)
+    credit_note = credit_note_issue(
+        invoice=finalized,
+        reason="Seeded",
+        lines=[CreditLineInput(line_id=finalized.line_items.get().id, amount=Decimal("10.00"))],
+    )
+    finalized.refresh_from_db()
+    return Site(branch, doctor, patient, plain, booked, started, checked_in, draft, finalized, credit_note)
 
 
 def seed_world(api_client_factory: Callable[..., Any], issue_token: Callable[..., str]) -> World:

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from billing import services
 from billing.models import Invoice, LineItem
 from integrations.models import AuditLogEntry
 from tests.billing.factories import (
@@ -85,6 +86,8 @@ def test_creating_a_draft_returns_201_with_the_exact_detail(client, writer, blr,
             "name": "Priya Sharma",
             "phone": "+919876543210",
         },
+        "place_of_supply": "Karnataka",
+        "place_of_supply_code": "29",
         "line_items": [
             {
                 "id": str(physio_line.id),
@@ -94,6 +97,8 @@ def test_creating_a_draft_returns_201_with_the_exact_detail(client, writer, blr,
                 "rate": D("700.00"),
                 "discount": D("0.00"),
                 "tax_rate": D("18.00"),
+                "tax_category": "taxable",
+                "hsn_sac": None,
                 "taxable_amount": D("350.00"),
                 "cgst": D("31.50"),
                 "sgst": D("31.50"),
@@ -108,6 +113,8 @@ def test_creating_a_draft_returns_201_with_the_exact_detail(client, writer, blr,
                 "rate": D("125.25"),
                 "discount": D("10.50"),
                 "tax_rate": D("12.00"),
+                "tax_category": "taxable",
+                "hsn_sac": None,
                 "taxable_amount": D("240.00"),
                 "cgst": D("14.40"),
                 "sgst": D("14.40"),
@@ -125,9 +132,38 @@ def test_creating_a_draft_returns_201_with_the_exact_detail(client, writer, blr,
             "tax": D("91.80"),
             "grand_total": D("681.80"),
         },
+        # Neither line names an HSN/SAC code: one summary row per category and rate, code null.
+        "hsn_summary": [
+            {
+                "hsn_sac": None,
+                "tax_category": "taxable",
+                "tax_rate": D("12.00"),
+                "taxable_value": D("240.00"),
+                "cgst": D("14.40"),
+                "sgst": D("14.40"),
+                "igst": D("0.00"),
+                "total_tax": D("28.80"),
+            },
+            {
+                "hsn_sac": None,
+                "tax_category": "taxable",
+                "tax_rate": D("18.00"),
+                "taxable_value": D("350.00"),
+                "cgst": D("31.50"),
+                "sgst": D("31.50"),
+                "igst": D("0.00"),
+                "total_tax": D("63.00"),
+            },
+        ],
         "payments": [],
+        "credit_notes": [],
+        "refunds": [],
         "paid": D("0.00"),
+        "credited": D("0.00"),
+        "net_total": D("681.80"),
+        "refunded": D("0.00"),
         "balance": D("681.80"),
+        "refund_due": D("0.00"),
     }
     assert b'"grand_total":681.80' in response.content  # a JSON number with its two places, never a string
     assert (physio_line.service_id, dressing.service_id) == (physio.id, None)
@@ -650,9 +686,9 @@ def test_list_and_detail_record_the_patients_in_the_audit_log(client, reader, bl
 
 # Both: the token, the client's branches, then the reads, then the audit row. The list reads a count and
 # the page (patients joined); the detail the invoice (branch and patient joined), its lines (departments
-# joined) and its payments.
+# joined), its payments, its credit notes and its refunds (and the credit notes' lines, when it has any).
 LIST_QUERIES = 5
-DETAIL_QUERIES = 6
+DETAIL_QUERIES = 8
 
 
 def test_the_list_takes_5_queries_for_1_and_for_20_invoices(client, reader, blr, medicine, django_assert_num_queries):
@@ -667,7 +703,7 @@ def test_the_list_takes_5_queries_for_1_and_for_20_invoices(client, reader, blr,
         assert len(get(client, reader, INVOICES).json()) == 20
 
 
-def test_the_detail_takes_6_queries_for_1_line_and_for_30_lines_and_5_payments(
+def test_the_detail_takes_8_queries_for_1_line_and_9_for_30_lines_5_payments_3_credit_notes_and_2_refunds(
     client, reader, blr, patient, medicine, ortho, django_assert_num_queries
 ):
     small = make_invoice(branch=blr, patient=patient, department=medicine)
@@ -678,10 +714,15 @@ def test_the_detail_takes_6_queries_for_1_line_and_for_30_lines_and_5_payments(
     )
     for n in range(5):
         pay(big, "10.00", mode="upi", reference=f"R{n}")
+    for lines in big.line_items.order_by("position")[:3]:
+        services.credit_note_issue(invoice=big, reason="x", lines=[services.CreditLineInput(line_id=lines.id)])
+    for n in range(2):
+        services.refund_record(invoice=big, amount=D("1.00"), payment_mode="upi", reference=f"F{n}")
     get(client, reader, f"{INVOICES}/{small.id}")
 
     with django_assert_num_queries(DETAIL_QUERIES):
         assert len(get(client, reader, f"{INVOICES}/{small.id}").json()["line_items"]) == 1
-    with django_assert_num_queries(DETAIL_QUERIES):
+    with django_assert_num_queries(DETAIL_QUERIES + 1):
         data = get(client, reader, f"{INVOICES}/{big.id}").json()
     assert (len(data["line_items"]), len(data["payments"])) == (30, 5)
+    assert (len(data["credit_notes"]), len(data["refunds"])) == (3, 2)

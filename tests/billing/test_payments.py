@@ -53,7 +53,16 @@ def test_a_partial_payment_returns_201_with_the_payment_and_the_invoices_new_sta
             "payment_date": "2026-11-03",
             "recorded_at": payment.recorded_at.astimezone(invoice.branch.zone).isoformat(),
         },
-        "invoice": {"id": str(invoice.id), "status": "partially_paid", "paid": D("180.50"), "balance": D("999.50")},
+        "invoice": {
+            "id": str(invoice.id),
+            "status": "partially_paid",
+            "paid": D("180.50"),
+            "credited": D("0.00"),
+            "net_total": D("1180.00"),
+            "refunded": D("0.00"),
+            "balance": D("999.50"),
+            "refund_due": D("0.00"),
+        },
     }
     stored = Invoice.objects.get()
     assert (stored.status, stored.paid) == ("partially_paid", D("180.50"))
@@ -70,7 +79,11 @@ def test_paying_the_balance_makes_the_invoice_paid(client, writer, invoice):
         "id": str(invoice.id),
         "status": "paid",
         "paid": D("1180.00"),
+        "credited": D("0.00"),
+        "net_total": D("1180.00"),
+        "refunded": D("0.00"),
         "balance": D("0.00"),
+        "refund_due": D("0.00"),
     }
     assert Invoice.objects.get().status == "paid"
 
@@ -293,9 +306,9 @@ def test_the_orm_cannot_change_or_delete_a_payment_either(invoice):
 
 
 def test_the_database_refuses_a_paid_sum_above_the_total_and_a_status_that_disagrees(invoice):
-    with pytest.raises(IntegrityError, match="invoice_paid_at_most_total"), transaction.atomic():
+    with pytest.raises(IntegrityError, match="invoice_credited_refunded_bounded"), transaction.atomic():
         Invoice.objects.filter(pk=invoice.pk).update(paid=D("1180.01"), status="partially_paid")
-    with pytest.raises(IntegrityError, match="invoice_status_matches_paid"), transaction.atomic():
+    with pytest.raises(IntegrityError, match="invoice_status_matches_settlement"), transaction.atomic():
         Invoice.objects.filter(pk=invoice.pk).update(status="paid")
     with pytest.raises(IntegrityError, match="invoice_number_iff_not_draft"), transaction.atomic():
         Invoice.objects.filter(pk=invoice.pk).update(status="draft")

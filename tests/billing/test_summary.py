@@ -10,9 +10,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from billing import selectors, services
-from billing.models import Invoice, LineItem, Payment
+from billing.models import CreditNote, Invoice, LineItem, Payment, Refund
 from tests.billing.factories import SUMMARY, body, get, line, make_invoice, pay
 from tests.factories import ApiClientFactory, BranchFactory, DepartmentFactory
 from tests.helpers import error_fields
@@ -63,6 +64,16 @@ def generate(rng: random.Random, branches: list[Any], count: int) -> None:
             mode = rng.choice(MODES)
             paid_on = on + timedelta(days=rng.randint(0, 40))
             pay(invoice, str(amount), mode=mode, reference="" if mode == "cash" else f"R{n}-{k}", on=paid_on)
+        # Some are credited (dated today, as every credit note is) and what is owed back refunded, in part.
+        if rng.random() < 0.15:
+            first = invoice.line_items.order_by("position").first()
+            services.credit_note_issue(
+                invoice=invoice, reason="generated", lines=[services.CreditLineInput(line_id=first.id)]
+            )
+            credited = Invoice.objects.get(pk=invoice.pk)
+            if credited.refund_due > 0 and rng.random() < 0.7:
+                refund = credited.refund_due if rng.random() < 0.6 else (credited.refund_due / 2).quantize(D("0.01"))
+                services.refund_record(invoice=credited, amount=max(refund, D("0.01")), payment_mode="cash")
 
 
 def expected(date_from: date, date_to: date, branch_ids: set[Any] | None) -> dict[str, Any]:
@@ -76,13 +87,23 @@ def expected(date_from: date, date_to: date, branch_ids: set[Any] | None) -> dic
         if invoice.status in billed_statuses and date_from <= invoice.date <= date_to:
             billed_ids.add(invoice.id)
             total_billed += invoice.grand_total
-            total_outstanding += invoice.grand_total - invoice.paid
+            # What is left to collect, never negative: max(0, grand total - credited - (paid - refunded)).
+            total_outstanding += max(ZERO, invoice.grand_total - invoice.credited - invoice.paid + invoice.refunded)
     by_mode = dict.fromkeys(MODES, ZERO)
     for payment in Payment.objects.select_related("invoice"):
         if branch_ids is not None and payment.invoice.branch_id not in branch_ids:
             continue
         if date_from <= payment.payment_date <= date_to:
             by_mode[payment.payment_mode] += payment.amount
+    credited = refunded = ZERO
+    for note in CreditNote.objects.select_related("invoice"):
+        if (branch_ids is None or note.invoice.branch_id in branch_ids) and date_from <= note.date <= date_to:
+            credited += note.total
+    for refund in Refund.objects.select_related("invoice"):
+        if (
+            branch_ids is None or refund.invoice.branch_id in branch_ids
+        ) and date_from <= refund.refund_date <= date_to:
+            refunded += refund.amount
     revenue: dict[str, Decimal] = defaultdict(lambda: ZERO)
     for item in LineItem.objects.select_related("department"):
         if item.invoice_id in billed_ids:
@@ -91,6 +112,8 @@ def expected(date_from: date, date_to: date, branch_ids: set[Any] | None) -> dic
         "total_billed": total_billed,
         "total_collected": sum(by_mode.values(), ZERO),
         "total_outstanding": total_outstanding,
+        "total_credited": credited,
+        "total_refunded": refunded,
         "collection_by_mode": by_mode,
         "revenue_by_department": dict(sorted(revenue.items())),
     }
@@ -109,6 +132,7 @@ RANGES = [
     (date(2026, 3, 31), date(2026, 4, 1)),
     (date(2026, 4, 15), date(2026, 4, 15)),
     (date(2026, 1, 1), date(2026, 1, 31)),
+    (START, timezone.localdate()),  # the credit notes and refunds, all dated today
 ]
 
 
@@ -144,7 +168,9 @@ def test_the_summary_equals_a_python_computation_for_several_ranges_and_branches
     assert full["total_billed"] > 0
     assert full["total_collected"] > 0
     assert len(full["revenue_by_department"]) == 4
-    assert checked == 25
+    assert checked == 30
+    today = selectors.billing_summary(client=everything, date_from=START, date_to=timezone.localdate())
+    assert today["total_credited"] > today["total_refunded"] > 0
 
     # The same through the API, as exact JSON numbers in the specification's field order.
     params = {"date_from": "2026-03-01", "date_to": "2026-04-30", "branch_id": str(blr.id)}
@@ -155,6 +181,8 @@ def test_the_summary_equals_a_python_computation_for_several_ranges_and_branches
         "total_billed",
         "total_collected",
         "total_outstanding",
+        "total_credited",
+        "total_refunded",
         "collection_by_mode",
         "revenue_by_department",
     ]
@@ -184,6 +212,8 @@ def test_a_small_summary_exactly(client, reader, blr, mum, patient, medicine, or
         "total_billed": D("2570.00"),  # 1180 + 210 and 1180
         "total_collected": D("2180.00"),
         "total_outstanding": D("290.00"),  # 1390 - 1100 paid so far, whenever paid
+        "total_credited": D("0.00"),
+        "total_refunded": D("0.00"),
         "collection_by_mode": {
             "cash": D("0.00"),
             "card": D("1180.00"),
@@ -204,6 +234,8 @@ def test_an_empty_range_has_zeros_and_every_mode(client, reader):
         "total_billed": D("0.00"),
         "total_collected": D("0.00"),
         "total_outstanding": D("0.00"),
+        "total_credited": D("0.00"),
+        "total_refunded": D("0.00"),
         "collection_by_mode": dict.fromkeys(MODES, D("0.00")),
         "revenue_by_department": {},
     }
@@ -255,7 +287,7 @@ def test_a_restricted_client_summarises_only_its_branches(client, reader, blr, m
     assert body(response)["total_billed"] == D("1180.00")
 
 
-def test_the_summary_makes_three_aggregate_queries_and_one_for_names_whatever_the_volume(
+def test_the_summary_makes_five_aggregate_queries_and_one_for_names_whatever_the_volume(
     blr, patient, medicine, django_assert_num_queries
 ):
     api_client = ApiClientFactory(allowed_scopes=["billing:read"])
@@ -263,6 +295,7 @@ def test_the_summary_makes_three_aggregate_queries_and_one_for_names_whatever_th
         invoice = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 1 + n))
         pay(invoice, "10.00", on=date(2026, 10, 1 + n))
 
-    # The client's branches; billed totals, payments by mode, lines by department; the departments' names.
-    with django_assert_num_queries(5):
+    # The client's branches; billed totals, credits, refunds, payments by mode, lines by department; the
+    # departments' names.
+    with django_assert_num_queries(7):
         selectors.billing_summary(client=api_client, date_from=date(2026, 10, 1), date_to=date(2026, 10, 31))

@@ -311,7 +311,16 @@ def test_recording_a_payment_declares_the_payment_and_the_invoice_it_returns(sch
         "payment_date",
         "recorded_at",
     }
-    assert set(components["PaidInvoice"]["required"]) == {"id", "status", "paid", "balance"}
+    assert set(components["PaidInvoice"]["required"]) == {
+        "id",
+        "status",
+        "paid",
+        "credited",
+        "net_total",
+        "refunded",
+        "balance",
+        "refund_due",
+    }
 
 
 def test_reschedule_requires_the_new_slot(schema):
@@ -479,7 +488,7 @@ def test_list_examples_are_the_array_itself_not_wrapped_in_another(schema):
             assert isinstance(example["value"], list), (method, path)
             assert example["value"], (method, path)
             assert all(isinstance(item, dict) for item in example["value"]), (method, path)
-    assert lists == 6
+    assert lists == 7
 
 
 def test_component_descriptions_do_not_leak_implementation_notes(schema):

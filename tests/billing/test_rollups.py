@@ -7,6 +7,7 @@ aggregated from the rows, for ranges across month and financial-year boundaries.
 from __future__ import annotations
 
 import calendar
+import contextlib
 import random
 import uuid
 from collections.abc import Callable
@@ -218,12 +219,11 @@ class Population:
             return
         line = rng.choice(list(invoice.line_items.all()))
         amount = None if rng.random() < 0.5 else D("1.00")
-        try:
+        # Nothing (or less than 1.00) left on that line is a refused request, which changes nothing.
+        with contextlib.suppress(FieldError):
             services.credit_note_issue(
                 invoice=invoice, reason="generated", lines=[services.CreditLineInput(line_id=line.id, amount=amount)]
             )
-        except FieldError:
-            pass  # nothing (or less than 1.00) left on that line: a refused request changes nothing
 
 
 @pytest.fixture
@@ -240,7 +240,8 @@ def test_after_a_random_mix_of_changes_the_rollups_equal_an_aggregation_from_scr
 
     statuses = set(Invoice.objects.values_list("status", flat=True))
     assert statuses == {"draft", "finalized", "partially_paid", "paid", "cancelled"}
-    assert CreditNote.objects.count() >= 10 and Refund.objects.count() >= 5
+    assert CreditNote.objects.count() >= 10
+    assert Refund.objects.count() >= 5
     assert Payment.objects.count() > 30
     assert_exact()
     # Both periods, on both sides of the financial year's end, for every branch.

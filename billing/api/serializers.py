@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from billing import selectors, services, tax
 from billing.models import Invoice, Payment
-from clinic.api.serializers import StrictSerializer
+from clinic.api.serializers import AsciiDecimalField, StrictSerializer
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch
 from integrations.models import ApiClient
@@ -25,8 +25,8 @@ MAX_QUANTITY = Decimal(10000)
 MAX_RATE = Decimal(10_000_000)
 
 
-def _money(**kwargs: Any) -> serializers.DecimalField:
-    return serializers.DecimalField(max_digits=12, decimal_places=2, **kwargs)
+def _money(**kwargs: Any) -> AsciiDecimalField:
+    return AsciiDecimalField(max_digits=12, decimal_places=2, **kwargs)
 
 
 class LineItemInputSerializer(StrictSerializer):
@@ -39,7 +39,7 @@ class LineItemInputSerializer(StrictSerializer):
     department = serializers.CharField(
         max_length=100, required=False, help_text="Department name or UUID; required without service_code."
     )
-    quantity = serializers.DecimalField(
+    quantity = AsciiDecimalField(
         max_digits=10,
         decimal_places=3,
         required=False,
@@ -48,7 +48,7 @@ class LineItemInputSerializer(StrictSerializer):
     )
     rate = _money(required=False, min_value=Decimal(0), max_value=MAX_RATE, help_text="Price per unit before tax.")
     discount = _money(required=False, min_value=Decimal(0), help_text="Rupees off the line; at most quantity x rate.")
-    tax_rate = serializers.DecimalField(
+    tax_rate = AsciiDecimalField(
         max_digits=5,
         decimal_places=2,
         required=False,
@@ -207,7 +207,7 @@ class _MoneyMovementSerializer(StrictSerializer):
 class PaymentSerializer(_MoneyMovementSerializer):
     """The payment record request."""
 
-    amount = serializers.DecimalField(max_digits=14, decimal_places=2, help_text="> 0 and at most the balance.")
+    amount = AsciiDecimalField(max_digits=14, decimal_places=2, help_text="> 0 and at most the balance.")
     payment_date = serializers.DateField(required=False, help_text="Default: today at the branch; not in the future.")
 
     def validate_payment_date(self, value: date) -> date:
@@ -217,7 +217,7 @@ class PaymentSerializer(_MoneyMovementSerializer):
 class RefundSerializer(_MoneyMovementSerializer):
     """The refund request."""
 
-    amount = serializers.DecimalField(
+    amount = AsciiDecimalField(
         max_digits=14, decimal_places=2, help_text="> 0 and at most what was paid and not yet refunded."
     )
     refund_date = serializers.DateField(
@@ -230,14 +230,14 @@ class RefundSerializer(_MoneyMovementSerializer):
 
 class CreditLineSerializer(StrictSerializer):
     line_id = serializers.UUIDField(help_text="A line of this invoice (its `line_items[].id`).")
-    quantity = serializers.DecimalField(
+    quantity = AsciiDecimalField(
         max_digits=10,
         decimal_places=3,
         required=False,
         min_value=Decimal("0.001"),
         help_text="Units to credit, at the line's net price per unit.",
     )
-    amount = serializers.DecimalField(
+    amount = AsciiDecimalField(
         max_digits=14,
         decimal_places=2,
         required=False,

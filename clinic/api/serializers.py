@@ -9,6 +9,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from clinic.states import state_resolve
+from clinic.text import has_non_ascii_digit
 
 
 class StrictSerializer(serializers.Serializer):
@@ -80,3 +81,13 @@ class IndianStateField(serializers.CharField):
         if state is None:
             self.fail("invalid_choice")
         return str(state.value)
+
+
+class AsciiDecimalField(serializers.DecimalField):
+    """A decimal whose digits are ASCII only (CONTRACT section 11): Python's Decimal reads Arabic-Indic or
+    Devanagari digits as numbers, which no integrator means to send and no receipt could show."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and has_non_ascii_digit(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)

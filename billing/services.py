@@ -227,7 +227,7 @@ def invoice_create(
         patient=patient,
         date=day,
         interstate=interstate,
-        place_of_supply=" ".join(patient.address_state.split()) if interstate else branch.state,
+        place_of_supply=tax.place_of_supply(patient_state=patient.address_state, branch_state=branch.state),
     )
     lines = _build_lines(invoice, line_items)
     invoice.save()

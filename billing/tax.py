@@ -23,6 +23,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import models
 
+from clinic.states import state_resolve
+
 PAISA = Decimal("0.01")
 ZERO = Decimal("0.00")
 HUNDRED = Decimal(100)
@@ -53,7 +55,7 @@ def tax_category_problem(category: str, rate: Decimal) -> str | None:
     if category != TaxCategory.TAXABLE:
         return None if rate == 0 else f"A {category} supply carries no tax: tax_rate must be 0."
     if rate not in STATUTORY_RATES:
-        return f"A taxable supply needs a GST rate of {', '.join(str(r.normalize()) for r in STATUTORY_RATES)}."
+        return f"A taxable supply needs a GST rate of {', '.join(f"{r.normalize():f}" for r in STATUTORY_RATES)}."
     return None
 
 
@@ -159,7 +161,16 @@ def invoice_totals(lines: Iterable[LineTax]) -> Totals:
 
 
 def is_interstate(*, patient_state: str, branch_state: str) -> bool:
-    """Inter-state supply when the patient's address is in another state; an unknown state counts as the
-    branch's own (CONTRACT section 8). States are compared ignoring case and surrounding spaces."""
-    patient = " ".join(patient_state.split()).casefold()
-    return bool(patient) and patient != " ".join(branch_state.split()).casefold()
+    """Inter-state supply when the patient's address is in another state (CONTRACT sections 8 and 13). The
+    states are compared as clinic.states resolves them (name, ISO code or GST code); a blank or unrecognised
+    patient state (a record from before the closed list) counts as unknown, hence as the branch's own."""
+    patient = state_resolve(patient_state)
+    return patient is not None and patient != state_resolve(branch_state)
+
+
+def place_of_supply(*, patient_state: str, branch_state: str) -> str:
+    """The state of supply as the invoice records it: the patient's (canonical name) when inter-state, else
+    the branch's."""
+    patient = state_resolve(patient_state)
+    interstate = is_interstate(patient_state=patient_state, branch_state=branch_state)
+    return str(patient.value) if interstate and patient is not None else branch_state

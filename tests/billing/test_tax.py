@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from billing import tax
 from billing.numbering import financial_year, format_invoice_number
 from billing.tax import DiscountTooLarge, LineTax, invoice_totals, is_interstate, line_tax
 
@@ -185,3 +186,69 @@ def test_the_indian_financial_year_runs_april_to_march(day, year):
 def test_invoice_numbers_are_zero_padded_to_five_digits():
     assert format_invoice_number("BLR", "2026-27", 42) == "BLR/2026-27/00042"
     assert format_invoice_number("MUM", "2026-27", 123456) == "MUM/2026-27/123456"
+
+
+@pytest.mark.parametrize(
+    ("patient_state", "interstate", "place"),
+    [
+        ("Karnataka", False, "Karnataka"),
+        (" karnataka ", False, "Karnataka"),
+        ("IN-KA", False, "Karnataka"),
+        ("29", False, "Karnataka"),
+        ("", False, "Karnataka"),  # unknown: the branch's own state
+        ("Karnatka", False, "Karnataka"),  # an unrecognised legacy value counts as unknown, never as another state
+        ("Maharashtra", True, "Maharashtra"),
+        ("in-mh", True, "Maharashtra"),
+        ("Orissa", True, "Odisha"),
+    ],
+)
+def test_the_place_of_supply_follows_the_patients_state_as_the_closed_list_resolves_it(
+    patient_state, interstate, place
+):
+    assert tax.is_interstate(patient_state=patient_state, branch_state="Karnataka") is interstate
+    assert tax.place_of_supply(patient_state=patient_state, branch_state="Karnataka") == place
+
+
+@pytest.mark.parametrize(
+    ("category", "rate", "problem"),
+    [
+        ("exempt", "0", None),
+        ("nil_rated", "0", None),
+        ("zero_rated", "0", None),
+        ("taxable", "18", None),
+        ("taxable", "0.25", None),
+        ("taxable", "40", None),
+        ("exempt", "5", "carries no tax"),
+        ("taxable", "0", "needs a GST rate of 0.25, 3, 5, 12, 18, 28, 40"),
+        ("taxable", "17", "needs a GST rate of"),
+        ("luxury", "18", "Must be one of"),
+    ],
+)
+def test_a_category_takes_only_its_rates(category, rate, problem):
+    found = tax.tax_category_problem(category, Decimal(rate))
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
+def test_crediting_a_line_in_three_parts_reverses_exactly_its_tax():
+    line = tax.line_tax(
+        quantity=Decimal(1), rate=Decimal("100.00"), discount=Decimal(0), tax_rate=Decimal(5), interstate=False
+    )
+    remaining = line
+    parts = []
+    for taxable in (Decimal("33.33"), Decimal("33.33"), Decimal("33.34")):
+        part = tax.credit_line_tax(taxable=taxable, tax_rate=Decimal(5), interstate=False, remaining=remaining)
+        parts.append(part)
+        remaining = tax.LineTax(
+            gross=remaining.taxable - part.taxable,
+            discount=Decimal(0),
+            taxable=remaining.taxable - part.taxable,
+            cgst=remaining.cgst - part.cgst,
+            sgst=remaining.sgst - part.sgst,
+            igst=remaining.igst - part.igst,
+        )
+    assert sum(p.tax for p in parts) == line.tax == Decimal("5.00")
+    assert remaining.amount == 0

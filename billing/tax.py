@@ -43,6 +43,7 @@ class TaxCategory(models.TextChoices):
 # law has for some goods), and 40, the rate the September 2025 rationalisation brought for a few goods.
 # 12 and 28 stay valid: invoices may be dated back to 1 April of the previous financial year.
 STATUTORY_RATES: tuple[Decimal, ...] = tuple(Decimal(r) for r in ("0.25", "3", "5", "12", "18", "28", "40"))
+_RATES_TEXT = ", ".join(format(rate.normalize(), "f") for rate in STATUTORY_RATES)  # 0.25, 3, ... 40 (not 4E+1)
 UNTAXED_CATEGORIES = (TaxCategory.EXEMPT, TaxCategory.NIL_RATED, TaxCategory.ZERO_RATED)
 # SAC for services, HSN for goods: 4, 6 or 8 ASCII digits (4 suffice up to 5 crore turnover, 6 above).
 HSN_SAC_PATTERN = r"^([0-9]{4}|[0-9]{6}|[0-9]{8})$"
@@ -55,7 +56,7 @@ def tax_category_problem(category: str, rate: Decimal) -> str | None:
     if category != TaxCategory.TAXABLE:
         return None if rate == 0 else f"A {category} supply carries no tax: tax_rate must be 0."
     if rate not in STATUTORY_RATES:
-        return f"A taxable supply needs a GST rate of {', '.join(f"{r.normalize():f}" for r in STATUTORY_RATES)}."
+        return f"A taxable supply needs a GST rate of {_RATES_TEXT}."
     return None
 
 

@@ -18,6 +18,7 @@ from clinic.admin_records import (
     RecordHistoryAdminMixin,
     staff_actor,
 )
+from clinic.states import IndianState
 from patients import services
 from patients.identifiers import normalise_aadhaar, normalise_phone
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
@@ -65,6 +66,15 @@ class PatientAdminForm(forms.ModelForm):
             "address_line1", "address_city", "address_state", "address_pincode", "registration_branch",
             "national_health_id",
         ]  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A state stored before the closed list (that its migration could not map) is shown as it is, so that
+        # saving another field does not silently blank it; the model's choices refuse it until staff pick one.
+        legacy = self.instance.address_state
+        field = self.fields.get("address_state")
+        if field is not None and legacy and legacy not in IndianState.values:
+            field.choices = [(legacy, f"{legacy} (not a known state: choose one)"), *field.choices]
 
     def clean_phone(self) -> str:
         try:

@@ -104,3 +104,22 @@ def test_editing_keeps_the_patient_id_and_the_stored_aadhaar_and_saves_inlines(a
     assert list(Insurance.objects.filter(patient=patient).values_list("provider", "policy_number")) == [
         ("Star Health", "SH-1")
     ]
+
+
+def test_a_legacy_state_is_shown_as_stored_and_must_be_replaced_before_saving(admin_client):
+    branch = BranchFactory()
+    admin_client.post(ADD, form(branch))
+    patient = Patient.objects.get()
+    Patient.objects.filter(pk=patient.pk).update(address_state="Karnatka")  # from before the closed list
+    change = f"/admin/patients/patient/{patient.pk}/change/"
+
+    page = admin_client.get(change).content.decode()
+    kept = admin_client.post(change, form(branch, first_name="Priyanka", address_state="Karnatka"))
+    fixed = admin_client.post(change, form(branch, first_name="Priyanka", address_state="Karnataka"))
+
+    assert '<option value="Karnatka" selected>Karnatka (not a known state: choose one)</option>' in page
+    assert kept.status_code == 200  # the form again, with its error: nothing saved
+    assert "address_state" in kept.context["adminform"].form.errors
+    assert fixed.status_code == 302
+    patient.refresh_from_db()
+    assert (patient.first_name, patient.address_state) == ("Priyanka", "Karnataka")

@@ -252,3 +252,55 @@ def test_crediting_a_line_in_three_parts_reverses_exactly_its_tax():
         )
     assert sum(p.tax for p in parts) == line.tax == Decimal("5.00")
     assert remaining.amount == 0
+
+
+def test_random_credits_in_parts_match_an_integer_paise_implementation_and_reverse_exactly_the_line():
+    """Credit notes in 1-4 random parts of random lines: each part's figures as an independent integer-paise
+    computation gives them (the last part takes exactly what is left; no kind ever goes below zero), and the
+    parts add up to the line, tax by kind included."""
+    rng = random.Random(20261124)
+    for _ in range(2000):
+        rate_bp = rng.choice([0, 25, 300, 500, 1200, 1800, 2800, 4000])
+        interstate = rng.random() < 0.5
+        taxable_paise = rng.randint(1, 500_000)
+        line = line_tax(
+            quantity=D(1), rate=D(taxable_paise) / 100, discount=D(0), tax_rate=D(rate_bp) / 100, interstate=interstate
+        )
+        left = {
+            "taxable": taxable_paise,
+            "cgst": int(line.cgst * 100),
+            "sgst": int(line.sgst * 100),
+            "igst": int(line.igst * 100),
+        }
+        remaining = line
+        parts = rng.randint(1, 4)
+        for index in range(parts):
+            last = index == parts - 1
+            part_paise = left["taxable"] if last else rng.randint(0, left["taxable"])
+            result = tax.credit_line_tax(
+                taxable=D(part_paise) / 100, tax_rate=D(rate_bp) / 100, interstate=interstate, remaining=remaining
+            )
+            if part_paise == left["taxable"]:
+                expected = dict(left)
+            else:
+                ref_taxable, cgst, sgst, igst = _paise_reference(1000, part_paise, 0, rate_bp, interstate)
+                expected = {
+                    "taxable": ref_taxable,
+                    "cgst": min(cgst, left["cgst"]),
+                    "sgst": min(sgst, left["sgst"]),
+                    "igst": min(igst, left["igst"]),
+                }
+            assert (result.taxable, result.cgst, result.sgst, result.igst) == tuple(
+                D(expected[k]) / 100 for k in ("taxable", "cgst", "sgst", "igst")
+            ), (rate_bp, interstate, taxable_paise, part_paise)
+            left = {k: left[k] - expected[k] for k in left}
+            assert min(left.values()) >= 0
+            remaining = LineTax(
+                gross=remaining.taxable - result.taxable,
+                discount=D(0),
+                taxable=remaining.taxable - result.taxable,
+                cgst=remaining.cgst - result.cgst,
+                sgst=remaining.sgst - result.sgst,
+                igst=remaining.igst - result.igst,
+            )
+        assert left == {"taxable": 0, "cgst": 0, "sgst": 0, "igst": 0}

@@ -61,11 +61,14 @@ def executor_back_to_latest() -> Iterator[None]:
     executor.migrate(executor.loader.graph.leaf_nodes())
 
 
-def old_invoice(old: Any, *, branch: Any, patient: Any, day: date, number: str, lines: list[dict[str, Any]]) -> Any:
-    """A finalized invoice written with the old schema (no categories, no codes), its totals the sums of
-    its lines, all intra-state (CGST + SGST halves)."""
-    taxable = sum((entry["rate"] for entry in lines), ZERO)
-    half = sum((entry["rate"] * entry["tax_rate"] / 200 for entry in lines), ZERO).quantize(D("0.01"))
+Line = tuple[Any, str, Any, Decimal, Decimal]  # catalogue entry (or None), name, department, rate, tax rate
+
+
+def old_invoice(old: Any, *, branch: Any, patient: Any, day: date, number: str, lines: list[Line]) -> Any:
+    """A finalized invoice written with the old schema (no categories, no codes), one unit per line, its
+    totals the sums of its lines, all intra-state (CGST + SGST halves)."""
+    taxable = sum((rate for *_, rate, _ in lines), ZERO)
+    half = sum((rate * tax_rate / 200 for *_, rate, tax_rate in lines), ZERO).quantize(D("0.01"))
     invoice = old.get_model("billing", "Invoice").objects.create(
         branch_id=branch.id,
         patient_id=patient.id,
@@ -83,20 +86,20 @@ def old_invoice(old: Any, *, branch: Any, patient: Any, day: date, number: str, 
         grand_total=taxable + 2 * half,
         finalized_at=datetime(day.year, day.month, day.day, 6, 30, tzinfo=UTC),
     )
-    for position, entry in enumerate(lines):
-        line_half = (entry["rate"] * entry["tax_rate"] / 200).quantize(D("0.01"))
+    for position, (service, name, department, rate, tax_rate) in enumerate(lines):
+        line_half = (rate * tax_rate / 200).quantize(D("0.01"))
         old.get_model("billing", "LineItem").objects.create(
             invoice_id=invoice.id,
             position=position,
-            service_id=entry["service"].id if entry.get("service") else None,
-            service_name=entry["name"],
-            department_id=entry["department"].id,
-            rate=entry["rate"],
-            tax_rate=entry["tax_rate"],
-            taxable_amount=entry["rate"],
+            service_id=service.id if service else None,
+            service_name=name,
+            department_id=department.id,
+            rate=rate,
+            tax_rate=tax_rate,
+            taxable_amount=rate,
             cgst=line_half,
             sgst=line_half,
-            amount=entry["rate"] + 2 * line_half,
+            amount=rate + 2 * line_half,
             branch_id=branch.id,
             invoice_date=day,
             billed=True,
@@ -132,7 +135,7 @@ def test_existing_catalogue_lines_invoices_and_rollups_are_classified_and_every_
     old_service = old.get_model("billing", "BillableService").objects.create
     xray = old_service(code="XRAY-CHEST", name="Chest X-ray", department_id=radiology.id, rate=D("600.00"))
     consultation = old_service(code="CONS-GEN", name="Consultation", department_id=medicine.id, rate=D("500.00"))
-    session = old_service(code="PHYSIO-30", name="Physiotherapy session", department_id=physio.id, rate=D("700"))
+    session = old_service(code="PHYSIO-30", name="Physiotherapy session", department_id=physio.id, rate=D("700.00"))
     peel = old_service(
         code="DERM-PEEL", name="Chemical peel", department_id=dermatology.id, rate=D("2000.00"), tax_rate=D("18.00")
     )
@@ -147,11 +150,10 @@ def test_existing_catalogue_lines_invoices_and_rollups_are_classified_and_every_
         day=OCTOBER,
         number="BLR/2026-27/00002",
         lines=[
-            {"service": xray, "name": "Chest X-ray", "department": radiology, "rate": D("600.00"), "tax_rate": ZERO},
-            {"service": peel, "name": "Chemical peel", "department": dermatology, "rate": D("2000.00"),
-             "tax_rate": D("18.00")},
+            (xray, "Chest X-ray", radiology, D("600.00"), ZERO),
+            (peel, "Chemical peel", dermatology, D("2000.00"), D("18.00")),
         ],
-    )  # fmt: skip
+    )
     september = old_invoice(
         old,
         branch=branch,
@@ -159,13 +161,11 @@ def test_existing_catalogue_lines_invoices_and_rollups_are_classified_and_every_
         day=SEPTEMBER,
         number="BLR/2026-27/00001",
         lines=[
-            {"service": consultation, "name": "Consultation", "department": medicine, "rate": D("500.00"),
-             "tax_rate": ZERO},
-            {"service": session, "name": "Physiotherapy session", "department": physio, "rate": D("700.00"),
-             "tax_rate": ZERO},
-            {"name": "Dressing", "department": medicine, "rate": D("150.00"), "tax_rate": ZERO},
+            (consultation, "Consultation", medicine, D("500.00"), ZERO),
+            (session, "Physiotherapy session", physio, D("700.00"), ZERO),
+            (None, "Dressing", medicine, D("150.00"), ZERO),  # free text, no catalogue entry
         ],
-    )  # fmt: skip
+    )
     old_payment(old, october, D("960.00"))
     old_payment(old, september, D("1350.00"), mode="upi", reference="UPI-77")
     assert (october.grand_total, october.status, september.status) == (D("2960.00"), "partially_paid", "paid")

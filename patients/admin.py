@@ -73,8 +73,8 @@ class PatientAdminForm(forms.ModelForm):
         # saving another field does not silently blank it; the model's choices refuse it until staff pick one.
         legacy = self.instance.address_state
         field = self.fields.get("address_state")
-        if field is not None and legacy and legacy not in IndianState.values:
-            field.choices = [(legacy, f"{legacy} (not a known state: choose one)"), *field.choices]
+        if isinstance(field, forms.ChoiceField) and legacy and legacy not in IndianState.values:
+            field.choices = [(legacy, f"{legacy} (not a known state: choose one)"), *list(field.choices)]
 
     def clean_phone(self) -> str:
         try:

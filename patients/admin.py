@@ -74,7 +74,11 @@ class PatientAdminForm(forms.ModelForm):
         legacy = self.instance.address_state
         field = self.fields.get("address_state")
         if isinstance(field, forms.ChoiceField) and legacy and legacy not in IndianState.values:
-            field.choices = [(legacy, f"{legacy} (not a known state: choose one)"), *list(field.choices)]
+            field.choices = [
+                ("", "---------"),
+                (legacy, f"{legacy} (not a known state: choose one)"),
+                *IndianState.choices,
+            ]
 
     def clean_phone(self) -> str:
         try:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
 from django.test import Client
 from django.utils import timezone
 
+from billing import services
+from billing.models import CreditNote
 from clinic.api.renderers import dumps
 from tests.appointments.lifecycle_helpers import DAY, NEXT_DAY, iso
 from tests.clinic.two_branches import Site, World
@@ -71,6 +74,20 @@ def _list_patients(site: Site, body: Any) -> list[Any]:
 
 def _today() -> str:
     return timezone.localdate().isoformat()
+
+
+def _credit_note(site: Site) -> CreditNote:
+    """A credit note of the site's finalized invoice, issued the first time a request names it."""
+    existing = site.finalized.credit_notes.first()
+    if existing is not None:
+        return existing
+    line = site.finalized.line_items.first()
+    assert line is not None
+    return services.credit_note_issue(
+        invoice=site.finalized,
+        reason="Overcharged",
+        lines=[services.CreditLineInput(line_id=line.id, amount=Decimal("100.00"))],
+    )
 
 
 CASES: dict[str, Case] = {
@@ -305,6 +322,21 @@ CASES: dict[str, Case] = {
         201,
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
+    ),
+    "billing_invoices_pdf": Case(
+        lambda of, w: Call("GET", f"/api/v1/billing/invoices/{of('id').finalized.id}.pdf"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "billing_credit_notes_pdf": Case(
+        lambda of, w: Call(
+            "GET",
+            f"/api/v1/billing/invoices/{of('id').finalized.id}/credit-notes/{_credit_note(of('credit_note_id')).id}.pdf",
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND, "credit_note_id": Refusal.NOT_FOUND},
     ),
     "billing_summary": Case(
         lambda of, w: Call(

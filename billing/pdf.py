@@ -3,8 +3,10 @@
 The page: the supplier and the document's facts side by side, the recipient, the lines with their GST,
 the totals with the total in words, the HSN/SAC summary, then (on an invoice) its payments, credit notes
 and refunds and what is left to settle. Long tables continue on the next page under their header row.
-Text is set in the Bitstream Vera fonts that ship with ReportLab, embedded as TrueType, so any Latin
-text (accents included) prints as sent; amounts are labelled INR, since Vera has no rupee sign.
+Text is set in the Bitstream Vera fonts that ship with ReportLab, embedded as TrueType: Latin text with
+the accents of Western European languages (é, ë, ñ, ç) prints as sent. A letter Vera lacks prints as its
+base letter where it has one (Ś -> S, ā -> a), anything else (another script) as "?": never as a blank.
+Amounts are labelled INR, since Vera has no rupee sign.
 
 The document is built in memory: render_pdf returns the whole file or raises RenderError, never a part.
 """
@@ -12,6 +14,7 @@ The document is built in memory: render_pdf returns the whole file or raises Ren
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Sequence
 from decimal import Decimal
 from io import BytesIO
@@ -31,7 +34,7 @@ from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import Flowable, KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from billing.amount_words import indian_figures
-from billing.documents import Entry, Figure, Line, TaxDocument
+from billing.documents import Entry, Figure, Line, TaxDocument, format_date
 
 FONT, BOLD, ITALIC = "Vera", "Vera-Bold", "Vera-Italic"
 MARGIN = 14 * mm
@@ -48,11 +51,31 @@ class RenderError(RuntimeError):
 
 
 @functools.cache
-def _register_fonts() -> None:
+def _register_fonts() -> frozenset[int]:
+    """Register the Vera family once per process; the code points it has glyphs for."""
     fonts = Path(reportlab.__file__).parent / "fonts"
+    faces = []
     for name, file in ((FONT, "Vera.ttf"), (BOLD, "VeraBd.ttf"), (ITALIC, "VeraIt.ttf"), ("Vera-BI", "VeraBI.ttf")):
-        pdfmetrics.registerFont(TTFont(name, str(fonts / file)))
+        font = TTFont(name, str(fonts / file))
+        pdfmetrics.registerFont(font)
+        faces.append(frozenset(font.face.charToGlyph))
     pdfmetrics.registerFontFamily(FONT, normal=FONT, bold=BOLD, italic=ITALIC, boldItalic="Vera-BI")
+    return frozenset.intersection(*faces)
+
+
+def printable(value: str) -> str:
+    """`value` with each character the fonts lack replaced: by its base letter (Ś -> S), else by "?"."""
+    glyphs = _register_fonts()
+    if all(ord(char) in glyphs for char in value):
+        return value
+    out = []
+    for char in value:
+        if ord(char) in glyphs:
+            out.append(char)
+            continue
+        base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        out.append(base if base and all(ord(c) in glyphs for c in base) else "?")
+    return "".join(out)
 
 
 def _style(name: str, size: float = 8, *, font: str = FONT, align: int = 0, leading: float | None = None) -> Any:
@@ -70,11 +93,12 @@ HEAD_RIGHT = _style("head-right", 7.5, font=BOLD, align=TA_RIGHT)
 NAME = _style("name", 13, font=BOLD)
 TITLE = _style("title", 15, font=BOLD, align=TA_RIGHT)
 SECTION = ParagraphStyle("section", parent=_style("section-base", 8.5, font=BOLD, leading=12), keepWithNext=1)
+SIGNATURE = _style("signature", 8, align=TA_RIGHT)
 BANNER = ParagraphStyle("banner", parent=_style("banner", 11, font=BOLD), textColor=MARK)
 
 
 def _text(value: str, style: Any = CELL) -> Paragraph:
-    return Paragraph(escape(value), style)
+    return Paragraph(escape(printable(value)), style)
 
 
 def _money(amount: Decimal, style: Any = NUMBER) -> Paragraph:
@@ -111,20 +135,15 @@ def _party(label: str, name: str, address: Sequence[str], details: Sequence[tupl
     cells: list[Any] = [Paragraph(label, SMALL)] if label else []
     cells.append(_text(name, style))
     cells += [_text(line, BODY) for line in address]
-    cells += [Paragraph(f"<b>{escape(key)}:</b> {escape(value)}", BODY) for key, value in details]
+    cells += [Paragraph(f"<b>{escape(key)}:</b> {escape(printable(value))}", BODY) for key, value in details]
     return cells
 
 
 def _header(doc: TaxDocument) -> Table:
+    """The supplier with the document's title, ruled off."""
     supplier = doc.supplier
-    facts = Table(
-        [[_text(key, HEAD), _text(value, BODY)] for key, value in doc.facts],
-        colWidths=[32 * mm, 58 * mm],
-        style=TableStyle([("VALIGN", (0, 0), (-1, -1), "TOP"), ("LEFTPADDING", (0, 0), (-1, -1), 0)]),
-    )
-    right = [_text(doc.title, TITLE), Spacer(1, 3 * mm), facts]
     left = _party("", supplier.name, supplier.address, supplier.details, NAME)
-    table = Table([[left, right]], colWidths=[WIDTH - 92 * mm, 92 * mm])
+    table = Table([[left, _text(doc.title, TITLE)]], colWidths=[WIDTH - 95 * mm, 95 * mm])
     table.setStyle(
         TableStyle(
             [
@@ -139,12 +158,37 @@ def _header(doc: TaxDocument) -> Table:
     return table
 
 
-def _recipient(doc: TaxDocument) -> Table:
+def _parties(doc: TaxDocument) -> Table:
+    """The recipient beside the document's facts (number, date, place of supply...), each in a box."""
     recipient = doc.recipient
     label = "Credit note issued to" if doc.kind == "credit_note" else "Billed to"
-    box = Table([[_party(label, recipient.name, recipient.address, recipient.details, SECTION)]], colWidths=[WIDTH])
-    box.setStyle(TableStyle([("BOX", (0, 0), (-1, -1), 0.6, RULE), ("LEFTPADDING", (0, 0), (-1, -1), 5)]))
-    return box
+    facts = Table(
+        [[_text(key, HEAD), _text(value, BODY)] for key, value in doc.facts],
+        colWidths=[35 * mm, 53 * mm],
+        style=TableStyle(
+            [
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("TOPPADDING", (0, 0), (-1, -1), 1),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 1),
+            ]
+        ),
+    )
+    recipient_cell = _party(label, recipient.name, recipient.address, recipient.details, SECTION)
+    table = Table([[recipient_cell, "", facts]], colWidths=[WIDTH - 95 * mm, 3 * mm, 92 * mm])
+    table.setStyle(
+        TableStyle(
+            [
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("BOX", (0, 0), (0, 0), 0.6, RULE),
+                ("BOX", (2, 0), (2, 0), 0.6, RULE),
+                ("LEFTPADDING", (0, 0), (-1, -1), 5),
+                ("TOPPADDING", (0, 0), (-1, -1), 4),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 4),
+            ]
+        )
+    )
+    return table
 
 
 def _tax_columns(doc: TaxDocument) -> list[str]:
@@ -198,8 +242,17 @@ def _figures(figures: Sequence[Figure], strong: Figure | None, width: float, tit
 
 def _totals(doc: TaxDocument) -> Table:
     words = [Paragraph(f"{escape(doc.total.label)} in words", HEAD), _text(doc.total_in_words, BODY)]
-    table = Table([[words, _figures(doc.totals, doc.total, 70 * mm)]], colWidths=[WIDTH - 72 * mm, 72 * mm])
-    table.setStyle(TableStyle([("VALIGN", (0, 0), (-1, -1), "TOP"), ("LEFTPADDING", (0, 0), (-1, -1), 0)]))
+    table = Table([[words, _figures(doc.totals, doc.total, 72 * mm)]], colWidths=[WIDTH - 72 * mm, 72 * mm])
+    table.setStyle(
+        TableStyle(
+            [
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("RIGHTPADDING", (0, 0), (-1, -1), 0),
+                ("RIGHTPADDING", (0, 0), (0, 0), 6 * mm),
+            ]
+        )
+    )
     return table
 
 
@@ -237,7 +290,7 @@ def _entries(title: str, entries: Sequence[Entry], what: str) -> list[Flowable]:
     if not entries:
         return []
     rows: list[list[Any]] = [[Paragraph("Date", HEAD), Paragraph(what, HEAD), Paragraph("Amount (INR)", HEAD_RIGHT)]]
-    rows += [[_text(e.day.strftime("%d %b %Y")), _text(e.description), _money(e.amount)] for e in entries]
+    rows += [[_text(format_date(e.day)), _text(e.description), _money(e.amount)] for e in entries]
     return [
         Spacer(1, 4 * mm),
         Paragraph(title, SECTION),
@@ -250,23 +303,28 @@ def _story(doc: TaxDocument) -> list[Flowable]:
     if doc.mark == "CANCELLED":
         story.append(Paragraph("CANCELLED", BANNER))
     story += [_text(note, BODY) for note in doc.notes]
-    story += [Spacer(1, 2 * mm), _recipient(doc), Spacer(1, 4 * mm)]
+    story += [Spacer(1, 2 * mm), _parties(doc), Spacer(1, 4 * mm)]
     story += [Paragraph("All amounts in INR (Rs.)", SMALL), Spacer(1, 1 * mm), _lines(doc), Spacer(1, 3 * mm)]
     story += [KeepTogether(_totals(doc)), Spacer(1, 4 * mm), *_hsn_summary(doc)]
     story += _entries("Payments received", doc.payments, "Mode and reference")
     story += _entries("Credit notes", doc.credit_notes, "Credit note and reason")
     story += _entries("Refunds", doc.refunds, "Mode and reference")
+    closing: list[Flowable] = []
     if doc.settlement:
-        settlement = _figures(doc.settlement[:-1], doc.settlement[-1], 80 * mm, "Settlement")
+        settlement = _figures(doc.settlement[:-1], doc.settlement[-1], 72 * mm, "Settlement")
         settlement.hAlign = "RIGHT"
-        story += [Spacer(1, 4 * mm), settlement]
+        closing += [Spacer(1, 4 * mm), settlement]
     signature = Table(
-        [[_text(f"For {doc.supplier.name}", BODY)], [Spacer(1, 10 * mm)], [_text("Authorised signatory", BODY)]],
-        colWidths=[70 * mm],
+        [
+            [_text(f"For {doc.supplier.name}", SIGNATURE)],
+            [Spacer(1, 10 * mm)],
+            [_text("Authorised signatory", SIGNATURE)],
+        ],
+        colWidths=[72 * mm],
         hAlign="RIGHT",
     )
-    story += [Spacer(1, 8 * mm), KeepTogether(signature)]
-    return story
+    closing += [Spacer(1, 8 * mm), signature]
+    return [*story, KeepTogether(closing)]
 
 
 def _watermark(mark: str | None) -> Any:

@@ -33,12 +33,23 @@ def pdf_pages(content: bytes) -> int:
 
 
 def pdf_png(content: bytes, name: str, *, resolution: int = 100) -> list[Path]:
-    """Every page as test-artifacts/pdf/<name>-<page>.png (earlier images of that name replaced)."""
+    """Every page as test-artifacts/pdf/<name>-<page>.png (earlier images of that name replaced), beside the
+    PDF itself and its text as laid out (<name>.pdf, <name>.txt)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob(f"{name}-*.png"):
         old.unlink()
     source = ARTIFACTS / f"{name}.pdf"
     source.write_bytes(content)
+    (ARTIFACTS / f"{name}.txt").write_text(pdf_text(content, layout=True))
     command = [_tool("pdftoppm"), "-r", str(resolution), "-png", str(source), str(ARTIFACTS / name)]
     subprocess.run(command, capture_output=True, check=True, timeout=60)  # noqa: S603
     return sorted(ARTIFACTS.glob(f"{name}-*.png"))
+
+
+def reddish_share(page: Path) -> float:
+    """The share of a page image's pixels that are tinted red: the DRAFT or CANCELLED mark across it."""
+    from PIL import Image
+
+    with Image.open(page) as image:
+        red, green, blue = (band.tobytes() for band in image.convert("RGB").split())
+    return sum(1 for r, g, b in zip(red, green, blue, strict=True) if r - max(g, b) > 8) / len(red)

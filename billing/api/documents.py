@@ -22,6 +22,7 @@ from billing import selectors
 from billing.documents import TaxDocument, credit_note_document, invoice_document
 from billing.models import CreditNote, Invoice
 from billing.pdf import render_pdf
+from clinic.api.renderers import JSONRenderer
 from clinic.api.viewsets import ClinicViewSet
 from clinic.errors import NotFound
 from integrations.models import ApiClient
@@ -30,8 +31,9 @@ PDF = "application/pdf"
 
 
 class PdfRenderer(renderers.BaseRenderer):
-    """Lets content negotiation accept `Accept: application/pdf`; the handlers answer with the rendered
-    bytes themselves (an HttpResponse), so this renderer only passes bytes through."""
+    """Lets content negotiation accept `Accept: application/pdf`. The handlers answer with the rendered
+    bytes themselves (an HttpResponse) and problems are always JSON (clinic.api.errors.ProblemResponse), so
+    anything else reaching this renderer is a bug: it fails loudly rather than send an empty PDF."""
 
     media_type = PDF
     format = "pdf"
@@ -39,7 +41,9 @@ class PdfRenderer(renderers.BaseRenderer):
     render_style = "binary"
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
-        return data if isinstance(data, bytes) else b""
+        if isinstance(data, bytes):
+            return data
+        raise TypeError(f"PdfRenderer renders bytes, not {type(data).__name__}.")
 
 
 def pdf_response(document: TaxDocument) -> HttpResponse:
@@ -93,8 +97,14 @@ class InvoiceDocumentViewSet(ClinicViewSet[Invoice]):
 
     patient_data = True
     selector = staticmethod(_invoice_with_detail)
-    renderer_classes = [PdfRenderer]
     required_scopes = {"invoice_pdf": "billing:read", "credit_note_pdf": "billing:read"}
+
+    def get_renderers(self) -> list[renderers.BaseRenderer]:
+        # GET answers the PDF (a client accepting only JSON gets 406); OPTIONS describes the path in JSON,
+        # as on every other path.
+        if self.request.method == "OPTIONS":
+            return [JSONRenderer()]
+        return [PdfRenderer()]
 
     @extend_schema(
         operation_id="billing_invoices_pdf",

@@ -14,12 +14,12 @@ router.register("billing", SummaryViewSet, basename="billing")
 documents = [
     path(
         "billing/invoices/<str:id>.pdf",
-        InvoiceDocumentViewSet.as_view({"get": "invoice_pdf"}),
+        InvoiceDocumentViewSet.as_view({"get": "invoice_pdf"}, name="Invoice PDF"),
         name="invoice-pdf",
     ),
     path(
         "billing/invoices/<str:id>/credit-notes/<str:credit_note_id>.pdf",
-        InvoiceDocumentViewSet.as_view({"get": "credit_note_pdf"}),
+        InvoiceDocumentViewSet.as_view({"get": "credit_note_pdf"}, name="Credit Note PDF"),
         name="invoice-credit-note-pdf",
     ),
 ]

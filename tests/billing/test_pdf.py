@@ -445,6 +445,18 @@ def test_a_client_that_accepts_only_json_is_406_on_the_pdf_path(client, reader, 
     assert response.json()["code"] == "not_acceptable"
 
 
+@pytest.mark.parametrize("document", ["invoice", "credit_note"])
+def test_options_describes_the_pdf_path_in_json(client, reader, invoice, document):
+    url = f"{INVOICES}/{invoice.id}.pdf" if document == "invoice" else f"{INVOICES}/{invoice.id}/credit-notes/x.pdf"
+
+    response = client.options(url, **bearer(reader))
+
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["name"] == {"invoice": "Invoice PDF", "credit_note": "Credit Note PDF"}[document]
+    assert "GET" in response["Allow"]
+
+
 def test_a_pdf_that_cannot_be_rendered_is_a_500_problem_with_a_log_line_and_no_part_of_a_file(
     client, reader, invoice, monkeypatch, caplog
 ):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +28,7 @@ def invoice_of(lines: int) -> Any:
     from billing.models import Invoice
     from clinic.models import Branch, Department
     from patients.models import Patient
+    from patients.services import patient_create
 
     branch, _ = Branch.objects.get_or_create(
         code="BPDF",
@@ -45,17 +47,16 @@ def invoice_of(lines: int) -> Any:
         if invoice.line_items.count() == lines:
             return invoice
     department, _ = Department.objects.get_or_create(name="General Medicine")
-    patient = Patient.objects.filter(registration_branch=branch).first() or Patient.objects.create(
-        first_name="Priya",
-        last_name="Sharma",
-        date_of_birth="1984-03-12",
-        gender="female",
-        phone="+919876543210",
-        address_line1="4 Residency Road",
-        address_city="Bengaluru",
-        address_state="Karnataka",
-        address_pincode="560025",
-        registration_branch=branch,
+    patient = Patient.objects.filter(registration_branch=branch).first() or patient_create(
+        branch=branch,
+        data={
+            "first_name": "Priya",
+            "last_name": "Sharma",
+            "date_of_birth": date(1984, 3, 12),
+            "gender": "female",
+            "phone": "+919876543210",
+            "address": {"line1": "4 Residency Road", "city": "Bengaluru", "state": "Karnataka", "pincode": "560025"},
+        },
     )
     items = [
         services.LineInput(

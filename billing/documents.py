@@ -148,7 +148,7 @@ def _supplier(branch: Branch) -> Party:
 
 def _recipient(patient: Patient) -> Party:
     place = " - ".join(part for part in (patient.address_city, patient.address_pincode) if part)
-    details = [("Patient ID", patient.patient_id)]
+    details = [("Patient ID", patient.patient_id)] if patient.patient_id else []
     if patient.address_state:
         details.append(("State", _state(patient.address_state)))
     details.append(("GSTIN", "Unregistered"))

@@ -309,22 +309,32 @@ def _story(doc: TaxDocument) -> list[Flowable]:
     story += _entries("Payments received", doc.payments, "Mode and reference")
     story += _entries("Credit notes", doc.credit_notes, "Credit note and reason")
     story += _entries("Refunds", doc.refunds, "Mode and reference")
-    closing: list[Flowable] = []
+    return [*story, Spacer(1, 5 * mm), _closing(doc)]
+
+
+def _closing(doc: TaxDocument) -> Table:
+    """What is left to settle (on an issued invoice) beside the signature: one row, never split."""
+    signature = [
+        _text(f"For {doc.supplier.name}", SIGNATURE),
+        Spacer(1, 12 * mm),
+        _text("Authorised signatory", SIGNATURE),
+    ]
+    settlement: Any = ""
     if doc.settlement:
-        settlement = _figures(doc.settlement[:-1], doc.settlement[-1], 72 * mm, "Settlement")
-        settlement.hAlign = "RIGHT"
-        closing += [Spacer(1, 4 * mm), settlement]
-    signature = Table(
-        [
-            [_text(f"For {doc.supplier.name}", SIGNATURE)],
-            [Spacer(1, 10 * mm)],
-            [_text("Authorised signatory", SIGNATURE)],
-        ],
-        colWidths=[72 * mm],
-        hAlign="RIGHT",
+        settlement = _figures(doc.settlement[:-1], doc.settlement[-1], 80 * mm, "Settlement")
+        settlement.hAlign = "LEFT"
+    table = Table([[settlement, signature]], colWidths=[WIDTH - 75 * mm, 75 * mm])
+    table.setStyle(
+        TableStyle(
+            [
+                ("VALIGN", (0, 0), (0, 0), "TOP"),
+                ("VALIGN", (1, 0), (1, 0), "BOTTOM"),
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("RIGHTPADDING", (0, 0), (-1, -1), 0),
+            ]
+        )
     )
-    closing += [Spacer(1, 8 * mm), signature]
-    return [*story, KeepTogether(closing)]
+    return table
 
 
 def _watermark(mark: str | None) -> Any:

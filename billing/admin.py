@@ -1,24 +1,50 @@
-"""Billing in the admin: the service catalogue; invoices edited as drafts with inline line items, finalized
-and cancelled by actions, paid through an add-only payment inline. Every change goes through
-billing.services (totals, numbering, row locks); payments and finalized invoices are read-only."""
+"""Billing in the admin: the service catalogue (with its tax category and HSN/SAC); invoices edited as
+drafts with inline line items, finalized and cancelled by actions, paid and refunded through add-only
+inlines, credited through the "Issue credit note" page, printed as the API prints them (Print PDF). Every
+change goes through billing.services (totals, numbering, row locks); payments, refunds, credit notes and
+finalized invoices are read-only, and a refusal of a service is a form error or a message, never a 500."""
 
 from __future__ import annotations
 
+import logging
+import re
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
-from billing import services, tax
-from billing.models import BillableService, Invoice, InvoiceNumberCounter, LineItem, Payment
+from billing import selectors, services, tax
+from billing.admin_credit_notes import CreditNotePage
+from billing.api.documents import credit_note_of, pdf_response
+from billing.documents import TaxDocument, credit_note_document, invoice_document
+from billing.models import (
+    BillableService,
+    CreditNote,
+    CreditNoteLine,
+    CreditNoteNumberCounter,
+    Invoice,
+    InvoiceNumberCounter,
+    LineItem,
+    Payment,
+    Refund,
+)
+from billing.pdf import RenderError
 from clinic.admin_actions import apply_to_each, reason_confirmation
-from clinic.admin_audit import PatientDataAuditMixin
+from clinic.admin_audit import Clock, PatientDataAuditMixin, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
 from clinic.errors import DomainError, FieldError
+
+logger = logging.getLogger("billing.admin")
 
 
 def _staff(request: HttpRequest) -> str:
@@ -30,35 +56,116 @@ def _branch_today(invoice: Invoice | None) -> Any:
     return timezone.localtime(timezone.now(), zone).date()
 
 
+def _pdf_or_message(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, document: TaxDocument, invoice: Invoice, back: str
+) -> HttpResponseBase:
+    """The document's PDF, audited as a page showing the invoice's patient (actor staff:<user>); when it
+    cannot be rendered, a logged error and a message on the page staff came from, never a 500."""
+    clock = Clock()
+    try:
+        response: HttpResponseBase = pdf_response(document)
+    except RenderError:
+        logger.exception("Could not render %s for %s", document.filename, _staff(request))
+        modeladmin.message_user(request, "The PDF could not be rendered; the error has been logged.", messages.ERROR)
+        return HttpResponseRedirect(back)
+    write_admin_audit(request, response, [invoice.patient_id], clock)
+    return response
+
+
+def _tax_detail_problems(category: str, rate: Decimal | None, hsn_sac: str) -> dict[str, str]:
+    """What the database would refuse (or the services, for a rate that is not statutory), as form errors."""
+    problems = {}
+    if rate is not None and (problem := tax.tax_category_problem(category, rate)):
+        problems["tax_rate"] = problem
+    if hsn_sac and not re.match(tax.HSN_SAC_PATTERN, hsn_sac):
+        problems["hsn_sac"] = "4, 6 or 8 digits: SAC for a service (9993xx for healthcare), HSN for goods."
+    return problems
+
+
+class BillableServiceForm(forms.ModelForm):
+    """The rate must go with the category (untaxed: 0; taxable: a statutory rate) and the HSN/SAC be 4, 6
+    or 8 digits, so staff get a form error where the database would refuse the row."""
+
+    class Meta:
+        model = BillableService
+        fields = ["code", "name", "department", "rate", "tax_category", "tax_rate", "hsn_sac", "active"]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        data["hsn_sac"] = (data.get("hsn_sac") or "").strip()
+        rate = data.get("rate")
+        if rate is not None and rate < 0:
+            self.add_error("rate", "Cannot be negative.")
+        category = data.get("tax_category")
+        if category:
+            for name, problem in _tax_detail_problems(category, data.get("tax_rate"), data["hsn_sac"]).items():
+                self.add_error(name, problem)
+        return data
+
+
+class HsnSacFilter(admin.SimpleListFilter):
+    """Catalogue entries that still lack the code a GST tax invoice prints."""
+
+    title = "HSN/SAC"
+    parameter_name = "hsn_sac"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("missing", "Without HSN/SAC"), ("present", "With HSN/SAC")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "missing":
+            return queryset.filter(hsn_sac="")
+        if self.value() == "present":
+            return queryset.exclude(hsn_sac="")
+        return queryset
+
+
 @admin.register(BillableService)
 class BillableServiceAdmin(admin.ModelAdmin):
-    list_display = ["code", "name", "department", "rate", "tax_rate", "active"]
-    list_filter = ["active", "department", "tax_rate"]
+    form = BillableServiceForm
+    list_display = ["code", "name", "department", "rate", "tax_category", "tax_rate", "hsn_sac", "active"]
+    list_filter = ["active", "tax_category", HsnSacFilter, "department", "tax_rate"]
     list_select_related = ["department"]
-    search_fields = ["code", "name"]
+    search_fields = ["code", "name", "hsn_sac"]
     ordering = ["code"]
 
 
 class LineItemForm(forms.ModelForm):
-    """A line as staff enter it: choosing a catalogue service fills name, department, rate and tax rate
-    left empty; without one they are required. The computed figures come from billing.services."""
+    """A line as staff enter it: choosing a catalogue service fills name, department, rate, tax rate, tax
+    category and HSN/SAC left empty; without one they are required (the category then follows the rate,
+    the HSN/SAC may stay blank). The computed figures come from billing.services."""
 
     class Meta:
         model = LineItem
-        fields = ["service", "service_name", "department", "quantity", "rate", "discount", "tax_rate"]
+        fields = [
+            "service",
+            "service_name",
+            "department",
+            "quantity",
+            "rate",
+            "discount",
+            "tax_category",
+            "tax_rate",
+            "hsn_sac",
+        ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for name in ("service_name", "department", "rate", "tax_rate"):
+        for name in ("service_name", "department", "rate", "tax_rate", "tax_category", "hsn_sac"):
             if name in self.fields:  # absent when the inline is read-only
                 self.fields[name].required = False
+        if "tax_category" in self.fields:
+            category = cast(forms.ChoiceField, self.fields["tax_category"])
+            category.choices = [("", "From the service or rate"), *tax.TaxCategory.choices]
         if self.instance._state.adding:
-            # A new row must not show the model's default tax rate (0): a filled-in 0 would win over the
-            # catalogue service's rate, billing a taxable service without tax. Left empty, it is taken from
-            # the service, or required when there is none.
-            self.initial.pop("tax_rate", None)
-            if "tax_rate" in self.fields:
-                self.fields["tax_rate"].initial = None
+            # A new row must not show the model's defaults (tax rate 0, exempt): a filled-in 0 would win
+            # over the catalogue service's rate, billing a taxable service without tax. Left empty, they
+            # are taken from the service, or the rate is required when there is none.
+            for name in ("tax_rate", "tax_category"):
+                self.initial.pop(name, None)
+                if name in self.fields:
+                    self.fields[name].initial = None
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -73,6 +180,18 @@ class LineItemForm(forms.ModelForm):
                 self.add_error(name, "Required without a catalogue service.")
         if service is not None and not service.active and "service" in self.changed_data:
             self.add_error("service", "This catalogue service is no longer active.")
+        # As the API resolves a line (billing.services.line_inputs_resolve): the category as chosen; else the
+        # catalogue's, unless the rate was typed in (then it follows the rate); the HSN/SAC likewise.
+        rate_typed = "tax_rate" in self.changed_data or service is None
+        if not data.get("tax_category"):
+            data["tax_category"] = service.tax_category if service is not None and not rate_typed else ""
+        data["hsn_sac"] = (data.get("hsn_sac") or "").strip() or (service.hsn_sac if service is not None else "")
+        chosen, rate = data["tax_category"], data.get("tax_rate")
+        if rate is not None:
+            category = chosen or tax.default_tax_category(rate)
+            for name, problem in _tax_detail_problems(category, rate, data["hsn_sac"]).items():
+                if name not in self.errors:  # (add_error drops the field from cleaned_data)
+                    self.add_error("tax_category" if chosen and name == "tax_rate" else name, problem)
         quantity, rate, discount = data.get("quantity"), data.get("rate"), data.get("discount")
         if quantity is not None and rate is not None and discount is not None:
             gross = tax.round_money(quantity * rate)
@@ -90,6 +209,8 @@ class LineItemForm(forms.ModelForm):
             rate=data["rate"],
             discount=data["discount"],
             tax_rate=data["tax_rate"],
+            tax_category=data.get("tax_category") or "",
+            hsn_sac=data.get("hsn_sac") or "",
         )
 
 
@@ -100,7 +221,9 @@ LINE_FIELDS = [
     "quantity",
     "rate",
     "discount",
+    "tax_category",
     "tax_rate",
+    "hsn_sac",
     "taxable_amount",
     "cgst",
     "sgst",
@@ -189,6 +312,88 @@ class PaymentInline(NoDeleteInlineMixin, admin.TabularInline):
         return False
 
 
+class RefundForm(forms.ModelForm):
+    """A new refund. The checks here give staff a form error; the service repeats them under the lock."""
+
+    class Meta:
+        model = Refund
+        fields = ["amount", "payment_mode", "reference", "refund_date"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "refund_date" in self.fields:
+            self.fields["refund_date"].required = False
+            self.fields["refund_date"].help_text = "Default: today at the branch."
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        invoice: Invoice | None = getattr(self.instance, "invoice", None)
+        amount = data.get("amount")
+        if amount is not None and amount <= 0:
+            self.add_error("amount", "Must be greater than 0.")
+        elif amount is not None and invoice is not None and amount > invoice.net_paid:
+            self.add_error("amount", f"Cannot exceed what was paid and not yet refunded ({invoice.net_paid}).")
+        if data.get("payment_mode") not in (None, Payment.Mode.CASH) and not (data.get("reference") or "").strip():
+            self.add_error("reference", "Required for every mode but cash.")
+        refund_date = data.get("refund_date")
+        if refund_date is not None and refund_date > _branch_today(invoice):
+            self.add_error("refund_date", "Cannot be in the future.")
+        elif refund_date is not None and invoice is not None and refund_date < invoice.date:
+            self.add_error("refund_date", f"Cannot be before the invoice date ({invoice.date}).")
+        return data
+
+
+class RefundInline(NoDeleteInlineMixin, admin.TabularInline):
+    """Add-only, as payments: money paid back on an issued invoice, at most what was paid and not refunded."""
+
+    model = Refund
+    form = RefundForm
+    extra = 0
+    fields = ["amount", "payment_mode", "reference", "refund_date", "recorded_at", "recorded_by"]
+    readonly_fields = ["recorded_at", "recorded_by"]
+    ordering = ["recorded_at", "id"]
+    verbose_name = "refund"
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        refundable = obj is not None and obj.status in services.TRANSITIONS["refund"] and obj.net_paid > 0
+        return refundable and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _credit_note_pdf_link(credit_note: CreditNote) -> str:
+    url = reverse("admin:billing_creditnote_pdf", args=[credit_note.pk])
+    return format_html('<a href="{}" target="_blank" rel="noopener">Print PDF</a>', url)
+
+
+class CreditNoteInline(admin.TabularInline):
+    """The invoice's credit notes, read-only (issued with "Issue credit note"), each with its PDF."""
+
+    model = CreditNote
+    extra = 0
+    fields = readonly_fields = ("credit_note_number", "date", "reason", "taxable", "tax", "total", "created_by", "pdf")
+    ordering = ["created_at", "id"]
+    show_change_link = True
+
+    @admin.display(description="PDF")
+    def pdf(self, obj: CreditNote) -> str:
+        return _credit_note_pdf_link(obj) if obj.pk else ""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class InvoiceAdminForm(forms.ModelForm):
     class Meta:
         model = Invoice
@@ -206,13 +411,25 @@ class InvoiceAdminForm(forms.ModelForm):
 @admin.register(Invoice)
 class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     form = InvoiceAdminForm
-    list_display = ["__str__", "date", "branch", "patient", "status", "grand_total", "paid", "balance"]
+    list_display = [
+        "__str__",
+        "date",
+        "branch",
+        "patient",
+        "status",
+        "grand_total",
+        "credited",
+        "paid",
+        "refunded",
+        "balance",
+        "refund_due",
+    ]
     list_filter = ["status", "branch", "interstate", "financial_year"]
     list_select_related = ["branch", "patient"]
     search_fields = ["invoice_number", "=id", "patient__patient_id", "patient__first_name", "patient__last_name"]
     autocomplete_fields = ["patient"]
     date_hierarchy = "date"
-    inlines = [LineItemInline, PaymentInline]
+    inlines = [LineItemInline, PaymentInline, CreditNoteInline, RefundInline]
     actions = ["finalize", "cancel"]
     show_full_result_count = False
     _computed = [
@@ -229,8 +446,12 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
         "igst",
         "tax",
         "grand_total",
+        "credited",
+        "net_total",
         "paid",
+        "refunded",
         "balance",
+        "refund_due",
         "finalized_at",
         "cancelled_at",
         "cancellation_reason",
@@ -250,6 +471,100 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     @admin.display(description="balance")
     def balance(self, obj: Invoice) -> Any:
         return obj.balance
+
+    @admin.display(description="net total")
+    def net_total(self, obj: Invoice) -> Any:
+        return obj.net_total
+
+    @admin.display(description="refund due")
+    def refund_due(self, obj: Invoice) -> Any:
+        return obj.refund_due
+
+    # --- Print PDF and Issue credit note ---------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/pdf/", view(self.pdf_view), name="billing_invoice_pdf"),
+            path("<path:object_id>/credit-note/", view(self.credit_note_view), name="billing_invoice_credit_note"),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        invoice = self.get_object(request, unquote(object_id))
+        tools: dict[str, Any] = {}
+        if invoice is not None:
+            tools["pdf_url"] = reverse("admin:billing_invoice_pdf", args=[invoice.pk])
+            if invoice.status in services.TRANSITIONS["credit"] and self.has_change_permission(request, invoice):
+                tools["credit_note_url"] = reverse("admin:billing_invoice_credit_note", args=[invoice.pk])
+        return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
+
+    def _invoice_or_denied(self, request: HttpRequest, object_id: str, *, change: bool) -> Invoice | None:
+        invoice = self.get_object(request, unquote(object_id))
+        if invoice is None:
+            return None
+        allowed = self.has_change_permission(request, invoice) if change else self.has_view_permission(request, invoice)
+        if not allowed:
+            raise PermissionDenied
+        return invoice
+
+    def pdf_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """The tax invoice as the API prints it; audited as a page showing the invoice's patient."""
+        invoice = self._invoice_or_denied(request, object_id, change=False)
+        if invoice is None:
+            raise Http404(f"No {self.opts.verbose_name} {object_id!r}.")
+        loaded = selectors.invoice_detail_load(invoice.pk)
+        back = reverse("admin:billing_invoice_change", args=[invoice.pk])
+        return _pdf_or_message(self, request, invoice_document(loaded), loaded, back)
+
+    def credit_note_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """Issue a credit note: a reason, and per line the whole of what is left, a quantity or an amount."""
+        clock = Clock()
+        invoice = self._invoice_or_denied(request, object_id, change=True)
+        if invoice is None:
+            raise Http404(f"No {self.opts.verbose_name} {object_id!r}.")
+        back = reverse("admin:billing_invoice_change", args=[invoice.pk])
+        if invoice.status not in services.TRANSITIONS["credit"]:
+            self.message_user(
+                request,
+                f"{invoice} is {invoice.get_status_display().lower()}: credit notes are issued on finalized, "
+                "partially paid or paid invoices.",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(back)
+        loaded = selectors.invoice_detail_load(invoice.pk)
+        page = CreditNotePage(loaded, request.POST if request.method == "POST" else None)
+        if request.method == "POST" and page.is_valid():
+            try:
+                credit_note = services.credit_note_issue(
+                    invoice=loaded, reason=page.reason, lines=page.credits(), issued_by=_staff(request)
+                )
+            except DomainError as exc:
+                page.add_service_error(exc)
+            else:
+                self.message_user(
+                    request, f"Credit note {credit_note} issued for {credit_note.total}.", messages.SUCCESS
+                )
+                response: HttpResponseBase = HttpResponseRedirect(back)
+                write_admin_audit(request, response, [invoice.patient_id], clock)
+                return response
+        response = TemplateResponse(
+            request,
+            "admin/billing/invoice/credit_note.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": f"Issue a credit note against {invoice}",
+                "opts": self.opts,
+                "original": invoice,
+                "invoice": loaded,
+                "page": page,
+                "back_url": back,
+            },
+        )
+        write_admin_audit(request, response, [invoice.patient_id], clock)
+        return response
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # invoices are cancelled, never deleted
@@ -307,6 +622,19 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
                 )
                 if payment:
                     formset.new_objects.append(payment)
+            elif formset.model is Refund and not existing and row not in formset.deleted_forms:
+                refund = self._call(
+                    request,
+                    services.refund_record,
+                    invoice=invoice,
+                    amount=row.cleaned_data["amount"],
+                    payment_mode=row.cleaned_data["payment_mode"],
+                    reference=row.cleaned_data.get("reference") or "",
+                    refund_date=row.cleaned_data.get("refund_date"),
+                    recorded_by=_staff(request),
+                )
+                if refund:
+                    formset.new_objects.append(refund)
 
     def _call(self, request: HttpRequest, service: Any, **kwargs: Any) -> Any:
         """Run a service; a refusal (a race the form could not see) becomes an error message, not a 500."""
@@ -373,6 +701,129 @@ class PaymentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
 @admin.register(InvoiceNumberCounter)
 class InvoiceNumberCounterAdmin(admin.ModelAdmin):
     """Read-only: the last number each branch issued per financial year."""
+
+    list_display = ["branch", "financial_year", "last_number"]
+    list_filter = ["financial_year"]
+    list_select_related = ["branch"]
+    search_fields = ["branch__code", "branch__name"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class CreditNoteLineInline(admin.TabularInline):
+    model = CreditNoteLine
+    extra = 0
+    fields = readonly_fields = (
+        *("service_name", "hsn_sac", "tax_category", "tax_rate", "quantity"),
+        *("taxable_amount", "cgst", "sgst", "igst", "amount"),
+    )
+    ordering = ["position", "id"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CreditNote)
+class CreditNoteAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+    """Read-only: credit notes are issued on their invoice ("Issue credit note") and never changed."""
+
+    list_display = ["credit_note_number", "date", "invoice", "patient", "total", "reason", "created_by", "pdf"]
+    list_filter = ["branch", "financial_year"]
+    list_select_related = ["invoice", "invoice__patient"]
+    search_fields = ["credit_note_number", "invoice__invoice_number", "invoice__patient__patient_id"]
+    date_hierarchy = "date"
+    show_full_result_count = False
+    fields = readonly_fields = (
+        *("credit_note_number", "date", "invoice", "reason", "taxable", "cgst", "sgst", "igst", "tax", "total"),
+        *("created_at", "created_by"),
+    )
+    inlines = [CreditNoteLineInline]
+
+    def patient_ids_of(self, obj: CreditNote) -> list[Any]:
+        return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
+
+    @admin.display(description="patient")
+    def patient(self, obj: CreditNote) -> Any:
+        return obj.invoice.patient
+
+    @admin.display(description="PDF")
+    def pdf(self, obj: CreditNote) -> str:
+        return _credit_note_pdf_link(obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("<path:object_id>/pdf/", self.admin_site.admin_view(self.pdf_view), name="billing_creditnote_pdf"),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        tools = {"pdf_url": reverse("admin:billing_creditnote_pdf", args=[unquote(object_id)])}
+        return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
+
+    def pdf_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """The credit note as the API prints it; audited as a page showing the invoice's patient."""
+        credit_note = self.get_object(request, unquote(object_id))
+        if credit_note is None:
+            raise Http404(f"No {self.opts.verbose_name} {object_id!r}.")
+        if not self.has_view_permission(request, credit_note):
+            raise PermissionDenied
+        invoice = selectors.invoice_detail_load(credit_note.invoice_id)
+        document = credit_note_document(credit_note_of(invoice, str(credit_note.pk)), invoice)
+        back = reverse("admin:billing_creditnote_change", args=[credit_note.pk])
+        return _pdf_or_message(self, request, document, invoice, back)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Refund)
+class RefundAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+    """Read-only: refunds are recorded on their invoice and never changed or deleted."""
+
+    list_display = ["refund_date", "invoice", "amount", "payment_mode", "reference", "recorded_at", "recorded_by"]
+    list_filter = ["payment_mode", "branch"]
+    list_select_related = ["invoice"]
+    search_fields = ["reference", "invoice__invoice_number", "invoice__patient__patient_id"]
+    date_hierarchy = "refund_date"
+    show_full_result_count = False
+
+    def patient_ids_of(self, obj: Refund) -> list[Any]:
+        return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CreditNoteNumberCounter)
+class CreditNoteNumberCounterAdmin(admin.ModelAdmin):
+    """Read-only: the last credit note number each branch issued per financial year."""
 
     list_display = ["branch", "financial_year", "last_number"]
     list_filter = ["financial_year"]

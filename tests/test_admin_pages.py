@@ -98,7 +98,15 @@ def test_the_admin_index_groups_models_by_app_under_readable_names(admin_client)
         "integrations": "Integrations",
     }
     names = {app["app_label"]: sorted(model["name"] for model in app["models"]) for app in response.context["app_list"]}
-    assert names["billing"] == ["Catalogue services", "Invoice number counters", "Invoices", "Payments"]
+    assert names["billing"] == [
+        "Catalogue services",
+        "Credit note number counters",
+        "Credit notes",
+        "Invoice number counters",
+        "Invoices",
+        "Payments",
+        "Refunds",
+    ]
     assert names["integrations"] == [
         "API clients",
         "Audit log",
@@ -134,6 +142,26 @@ def _invoice_row() -> None:
 def _payment_row() -> None:
     branch = BranchFactory()
     pay(make_invoice(branch=branch, patient=PatientFactory(registration_branch=branch)), "100.00")
+
+
+def _credit_note_row() -> None:
+    from billing import services
+
+    branch = BranchFactory()
+    invoice = make_invoice(branch=branch, patient=PatientFactory(registration_branch=branch))
+    line = invoice.line_items.get()
+    services.credit_note_issue(invoice=invoice, reason="Goodwill", lines=[services.CreditLineInput(line_id=line.id)])
+
+
+def _refund_row() -> None:
+    from decimal import Decimal
+
+    from billing import services
+
+    branch = BranchFactory()
+    invoice = make_invoice(branch=branch, patient=PatientFactory(registration_branch=branch))
+    pay(invoice, "100.00")
+    services.refund_record(invoice=invoice, amount=Decimal("40.00"), payment_mode="cash")
 
 
 def _subscription_row() -> None:
@@ -185,6 +213,8 @@ ROWS: dict[str, Callable[[], Any]] = {
     "integrations/auditlogentry": _audit_row,
     "billing/invoice": _invoice_row,
     "billing/payment": _payment_row,
+    "billing/creditnote": _credit_note_row,
+    "billing/refund": _refund_row,
     "billing/billableservice": BillableServiceFactory,
     "integrations/webhooksubscription": _subscription_row,
     "integrations/webhookdelivery": _delivery_row,

@@ -344,6 +344,21 @@ CASES: dict[str, Case] = {
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
     ),
+    "billing_invoices_pdf": Case(
+        lambda of, w: Call("GET", f"/api/v1/billing/invoices/{of('id').finalized.id}.pdf"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "billing_credit_notes_pdf": Case(
+        lambda of, w: Call(
+            "GET",
+            f"/api/v1/billing/invoices/{of('id').finalized.id}/credit-notes/{of('credit_note_id').credit_note.id}.pdf",
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND, "credit_note_id": Refusal.NOT_FOUND},
+    ),
     "billing_summary": Case(
         lambda of, w: Call(
             "GET",

@@ -81,6 +81,9 @@ def generated_client(schema_file: Path, tmp_path_factory: pytest.TempPathFactory
     out = tmp_path_factory.mktemp("client")
     package = out / "clinic_api_client"
     bin_dir = Path(sys.executable).parent
+    # The generator reads JSON, text and octet-stream bodies; a PDF (the printed invoice) is bytes too.
+    config = out / "config.json"
+    config.write_text(json.dumps({"content_type_overrides": {"application/pdf": "application/octet-stream"}}))
     result = subprocess.run(  # noqa: S603
         [
             str(bin_dir / "openapi-python-client"),
@@ -91,6 +94,8 @@ def generated_client(schema_file: Path, tmp_path_factory: pytest.TempPathFactory
             str(package),
             "--meta",
             "none",
+            "--config",
+            str(config),
         ],
         capture_output=True,
         text=True,

@@ -23,6 +23,7 @@ from tests.clinic.documented_operations import OPERATIONS as DOCUMENTED
 from tests.clinic.documented_operations import references
 from tests.clinic.two_branches import World, seed_world
 from tests.helpers import bearer
+from tests.pdf_tools import pdf_text
 
 pytestmark = pytest.mark.django_db
 
@@ -138,6 +139,13 @@ def _audited(response: Any) -> set[str]:
     return {str(patient_id) for patient_id in row.patient_ids}
 
 
+def _shown(response: Any) -> tuple[Any, str]:
+    """The response's JSON body (None for a file) and the text it shows (a PDF's, extracted with pdftotext)."""
+    if response["Content-Type"] == "application/pdf":
+        return None, pdf_text(response.content)
+    return response.json(), response.content.decode()
+
+
 def _ids(items: list[Any]) -> set[str]:
     return {str(getattr(item, "pk", item)) for item in items}
 
@@ -174,8 +182,8 @@ def test_a_call_on_the_clients_branch_succeeds_shows_nothing_of_another_and_its_
     response = call.send(client, world.token)
 
     assert response.status_code == case.status, response.content
-    body = response.json()
-    shown = set(UUID.findall(response.content.decode()))
+    body, text = _shown(response)
+    shown = set(UUID.findall(text))
     assert _audited(response) == _ids(case.audited(world.home, body))
     assert shown & _ids([world.home.patient, world.home.plain]) <= _audited(response), "a patient shown, not audited"
     assert shown & world.other.ids() == set()

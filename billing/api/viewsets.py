@@ -8,14 +8,20 @@ docstring (drf-spectacular reads it).
 
 from __future__ import annotations
 
+import builtins
+
+from django.http import HttpResponseBase
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from billing import selectors, services
 from billing.api import schema
+from billing.api.documents import PDF, PdfRenderer, invoice_pdf_response
 from billing.api.serializers import (
     CancelSerializer,
     CreditNoteSerializer,
@@ -160,17 +166,36 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         )
         return created(self._detail(invoice), f"/api/v1/billing/invoices/{invoice.id}")
 
+    def get_renderers(self) -> builtins.list[BaseRenderer]:  # `list` is the action here
+        # The detail is also the printable tax invoice, for `Accept: application/pdf` (JSON stays the default);
+        # no other action answers a PDF, so none offers the renderer. DRF's negotiation ignores q-values, so
+        # the order follows the client's preference (Django's get_preferred_type honours them).
+        renderers = super().get_renderers()
+        if self.action != "retrieve":
+            return renderers
+        if self.request.get_preferred_type(["application/json", PDF]) == PDF:
+            return [PdfRenderer(), *renderers]
+        return [*renderers, PdfRenderer()]
+
     @extend_schema(
         operation_id="billing_invoices_retrieve",
         summary="Get an invoice",
         parameters=[_ID],
-        responses={200: _DETAIL, 404: _NOT_FOUND},
+        responses={
+            (200, "application/json"): _DETAIL,
+            (200, PDF): OpenApiResponse(OpenApiTypes.BINARY, description="With `Accept: application/pdf`."),
+            404: _NOT_FOUND,
+        },
         examples=[schema.FINALIZED_EXAMPLE, schema.PARTIALLY_PAID_EXAMPLE, schema.INTERSTATE_EXAMPLE],
     )
-    def retrieve(self, request: Request, id: str) -> Response:
+    def retrieve(self, request: Request, id: str) -> HttpResponseBase:
         """Header (number, date, status, branch, patient), line items with their GST breakdown, totals,
-        payments, paid and balance. Money is a JSON number with two decimals. Scope: `billing:read`."""
-        return Response(invoice_detail(self._invoice(detail=True)))
+        payments, paid and balance. Money is a JSON number with two decimals. With `Accept: application/pdf`,
+        the GST tax invoice as a PDF, exactly as GET /api/v1/billing/invoices/{id}.pdf. Scope: `billing:read`."""
+        invoice = self._invoice(detail=True)
+        if request.accepted_renderer.format == PdfRenderer.format:
+            return invoice_pdf_response(invoice)
+        return Response(invoice_detail(invoice))
 
     @extend_schema(
         operation_id="billing_invoices_partial_update",

@@ -491,3 +491,34 @@ def test_a_pdf_that_cannot_be_rendered_is_a_500_problem_with_a_log_line_and_no_p
     assert isinstance(error, RenderError)
     assert str(error) == "Could not render the PDF of tax invoice BLR/2026-27/00001."
     assert isinstance(error.__cause__, ValueError)
+
+
+def test_the_invoice_detail_answers_the_pdf_for_accept_application_pdf_and_json_otherwise(client, reader, invoice):
+    detail = f"/api/v1/billing/invoices/{invoice.id}"
+    audited = AuditLogEntry.objects.count()
+
+    printed = client.get(detail, HTTP_ACCEPT="application/pdf", **bearer(reader))
+    preferred = client.get(detail, HTTP_ACCEPT="application/pdf, application/json;q=0.5", **bearer(reader))
+    plain = client.get(detail, **bearer(reader))
+    refused = client.get(detail, HTTP_ACCEPT="text/csv", **bearer(reader))
+
+    for response in (printed, preferred):
+        assert response.status_code == 200
+        assert response["Content-Type"] == "application/pdf"
+        assert response.content.startswith(b"%PDF-")
+        assert response["Cache-Control"] == "no-store"
+    assert pdf_text(printed.content) == pdf_text(client.get(f"{detail}.pdf", **bearer(reader)).content)
+    assert invoice.invoice_number in pdf_text(printed.content)
+    assert plain["Content-Type"] == "application/json"
+    assert plain.json()["invoice_number"] == invoice.invoice_number
+    assert refused.status_code == 406
+    assert refused["Content-Type"] == "application/problem+json"
+    # Every read of the invoice names its patient in the audit log, the PDF ones included.
+    assert AuditLogEntry.objects.count() == audited + 5
+
+
+def test_no_other_invoice_operation_answers_a_pdf(client, reader, invoice):
+    response = client.get("/api/v1/billing/invoices", HTTP_ACCEPT="application/pdf", **bearer(reader))
+
+    assert response.status_code == 406
+    assert response["Content-Type"] == "application/problem+json"

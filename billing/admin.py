@@ -25,8 +25,7 @@ from django.utils.html import format_html
 
 from billing import selectors, services, tax
 from billing.admin_credit_notes import CreditNotePage
-from billing.api.documents import credit_note_of, pdf_response
-from billing.documents import TaxDocument, credit_note_document, invoice_document
+from billing.documents import TaxDocument, credit_note_document, credit_note_of, invoice_document
 from billing.models import (
     BillableService,
     CreditNote,
@@ -38,7 +37,7 @@ from billing.models import (
     Payment,
     Refund,
 )
-from billing.pdf import RenderError
+from billing.pdf import RenderError, pdf_response
 from clinic.admin_actions import apply_to_each, reason_confirmation
 from clinic.admin_audit import Clock, PatientDataAuditMixin, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin

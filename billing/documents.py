@@ -11,6 +11,7 @@ mark CANCELLED.
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -22,6 +23,7 @@ from billing.amount_words import rupees_in_words
 from billing.models import CreditNote, CreditNoteLine, Invoice, LineItem, Payment
 from billing.representations import HsnSummaryRow, hsn_summary
 from billing.tax import TaxCategory
+from clinic.errors import NotFound
 from clinic.models import Branch
 from clinic.states import GST_STATE_CODES
 from patients.models import Patient
@@ -311,3 +313,15 @@ def credit_note_document(credit_note: CreditNote, invoice: Invoice) -> TaxDocume
         total=Figure("Total credit", credit_note.total),
         total_in_words=rupees_in_words(credit_note.total),
     )
+
+
+def credit_note_of(invoice: Invoice, ref: str) -> CreditNote:
+    """One of the invoice's (prefetched) credit notes; NotFound for any other id, malformed ones included."""
+    try:
+        key = uuid.UUID(ref)
+    except ValueError:
+        raise NotFound(f"No credit note {ref!r} on this invoice.") from None
+    for credit_note in invoice.credit_notes.all():
+        if credit_note.id == key:
+            return credit_note
+    raise NotFound(f"No credit note {ref!r} on this invoice.")

@@ -23,6 +23,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import reportlab
+from django.http import HttpResponse
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
@@ -403,3 +404,14 @@ def render_pdf(doc: TaxDocument) -> bytes:
     except Exception as exc:  # any failure of the third-party layout is a RenderError
         raise RenderError(f"Could not render the PDF of {doc.title.lower()} {doc.number or doc.filename}.") from exc
     return buffer.getvalue()
+
+
+PDF = "application/pdf"
+
+
+def pdf_response(document: TaxDocument) -> HttpResponse:
+    """The document's PDF, shown in the browser (inline) under its number as the file name."""
+    response = HttpResponse(render_pdf(document), content_type=PDF)
+    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
+    response["Cache-Control"] = "no-store"
+    return response

@@ -9,7 +9,6 @@ Cache-Control: no-store is set on every API answer (clinic.security_headers) and
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.http import HttpResponse
@@ -19,15 +18,12 @@ from rest_framework import renderers
 from rest_framework.request import Request
 
 from billing import selectors
-from billing.documents import TaxDocument, credit_note_document, invoice_document
-from billing.models import CreditNote, Invoice
-from billing.pdf import render_pdf
+from billing.documents import credit_note_document, credit_note_of, invoice_document
+from billing.models import Invoice
+from billing.pdf import PDF, pdf_response
 from clinic.api.renderers import JSONRenderer
 from clinic.api.viewsets import ClinicViewSet
-from clinic.errors import NotFound
 from integrations.models import ApiClient
-
-PDF = "application/pdf"
 
 
 class PdfRenderer(renderers.BaseRenderer):
@@ -46,29 +42,9 @@ class PdfRenderer(renderers.BaseRenderer):
         raise TypeError(f"PdfRenderer renders bytes, not {type(data).__name__}.")
 
 
-def pdf_response(document: TaxDocument) -> HttpResponse:
-    """The document's PDF, shown in the browser (inline) under its number as the file name."""
-    response = HttpResponse(render_pdf(document), content_type=PDF)
-    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
-    response["Cache-Control"] = "no-store"
-    return response
-
-
 def invoice_pdf_response(invoice: Invoice) -> HttpResponse:
     """The tax invoice of an invoice loaded with billing.selectors.invoice_get(..., detail=True)."""
     return pdf_response(invoice_document(invoice))
-
-
-def credit_note_of(invoice: Invoice, ref: str) -> CreditNote:
-    """One of the invoice's (prefetched) credit notes; NotFound for any other id, malformed ones included."""
-    try:
-        key = uuid.UUID(ref)
-    except ValueError:
-        raise NotFound(f"No credit note {ref!r} on this invoice.") from None
-    for credit_note in invoice.credit_notes.all():
-        if credit_note.id == key:
-            return credit_note
-    raise NotFound(f"No credit note {ref!r} on this invoice.")
 
 
 def _invoice_with_detail(*, client: ApiClient, ref: str) -> Invoice:

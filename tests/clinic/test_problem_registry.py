@@ -64,6 +64,11 @@ EXPECTED = {
         "Duplicate payment",
         "The invoice already has a payment with this payment_mode and reference.",
     ),
+    "duplicate_refund": (
+        409,
+        "Duplicate refund",
+        "The invoice already has a refund with this payment_mode and reference.",
+    ),
     "idempotency_key_in_use": (
         409,
         "Idempotency key in use",

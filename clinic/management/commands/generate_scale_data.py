@@ -1,5 +1,6 @@
 """python manage.py generate_scale_data --patients N --invoices M [--seed S] [--doctors 300] [--branches 20]
-[--appointments A] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7).
+[--appointments A] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7), with
+credit notes and refunds on about 2 % of the invoices (CONTRACT section 13).
 
 Into an empty database only: numbering (patient ids, invoice numbers, tokens) starts at 1, which is what
 makes the output identical for a seed. Every constraint and trigger stays enabled during the load.
@@ -29,7 +30,7 @@ FUTURE_DAYS = 30
 ANALYZED = [
     "patients_patient", "patients_patientname", "patients_visit", "appointments_appointment",
     "appointments_appointmentchange", "appointments_tokencounter", "billing_invoice", "billing_lineitem",
-    "billing_payment",
+    "billing_payment", "billing_creditnote", "billing_creditnoteline", "billing_refund",
 ]  # fmt: skip
 
 
@@ -87,7 +88,7 @@ class Command(BaseCommand):
         timings.other["appointments and visits, all phases"] = time.perf_counter() - phase
         phase = time.perf_counter()
         services = generate_catalogue(rng, organisation=organisation, moment=moment, timings=timings)
-        generate_invoices(
+        billing = generate_invoices(
             rng,
             organisation=organisation,
             patients=people,
@@ -108,5 +109,6 @@ class Command(BaseCommand):
             self.stdout.write(line)
         self.stdout.write(
             f"{patients} patients ({scheduled['heavy_patients']} with {scheduled['visits'] and '500+'} visits), "
-            f"{scheduled['appointments']} appointments, {invoices} invoices, from {first_day} to {last_day}."
+            f"{scheduled['appointments']} appointments, {invoices} invoices ({billing['credit_notes']} credit notes, "
+            f"{billing['refunds']} refunds), from {first_day} to {last_day}."
         )

@@ -266,7 +266,7 @@ def build(
     )
     payable = conn.execute(
         "SELECT id FROM billing_invoice TABLESAMPLE BERNOULLI (%s) REPEATABLE (%s) "
-        "WHERE status IN ('finalized', 'partially_paid') AND grand_total - paid >= 1 LIMIT %s",
+        "WHERE status IN ('finalized', 'partially_paid') AND grand_total - credited - paid + refunded >= 1 LIMIT %s",
         [invoice_percent, seed, write_pool * 2],
     ).fetchall()
     payments = [
@@ -288,6 +288,15 @@ def build(
             expected_status=201,
             single_object=True,
         )
+    )
+    scenarios += _accounting_scenarios(
+        conn,
+        bearer=bearer,
+        seed=seed,
+        percent=invoice_percent,
+        pool=pool,
+        write_pool=write_pool,
+        exclude={iid for (iid,) in payable},
     )
     year_start = today - timedelta(days=365)
     scenarios.append(
@@ -313,6 +322,61 @@ def build(
         )
     )
     return scenarios
+
+
+def _accounting_scenarios(
+    conn: psycopg.Connection[Any],
+    *,
+    bearer: tuple[tuple[str, str], ...],
+    seed: int,
+    percent: float,
+    pool: int,
+    write_pool: int,
+    exclude: set[Any],
+) -> list[Scenario]:
+    """Credit notes (CONTRACT section 13): 10 rupees of taxable value off the first line worth at least that
+    of a billed invoice with no credit note yet, another invoice each time (none the payments use); and the
+    GST invoice PDF of billed invoices, a tenth of them credited (the notes and refunds are printed too)."""
+    creditable = conn.execute(
+        "SELECT DISTINCT ON (i.id) i.id, l.id FROM billing_invoice i TABLESAMPLE BERNOULLI (%s) REPEATABLE (%s) "
+        "JOIN billing_lineitem l ON l.invoice_id = i.id "
+        "WHERE i.status IN ('finalized', 'partially_paid', 'paid') AND i.credited = 0 AND l.taxable_amount >= 10 "
+        "ORDER BY i.id, l.position",
+        [percent, seed + 1],
+    ).fetchall()
+    creditable = [row for row in creditable if row[0] not in exclude][: write_pool * 2]
+    random.Random(seed).shuffle(creditable)
+    notes = [
+        _json_call(
+            "POST",
+            f"/api/v1/billing/invoices/{iid}/credit-notes",
+            {"reason": "Bench: goodwill adjustment", "lines": [{"line_id": line_id, "amount": 10}]},
+            bearer,
+        )
+        for iid, line_id in creditable
+    ]
+    printed = conn.execute(
+        "(SELECT id FROM billing_invoice TABLESAMPLE BERNOULLI (%s) REPEATABLE (%s) "
+        " WHERE status IN ('finalized', 'partially_paid', 'paid') AND credited = 0 LIMIT %s) "
+        "UNION ALL (SELECT invoice_id FROM billing_creditnote TABLESAMPLE BERNOULLI (%s) REPEATABLE (%s) LIMIT %s)",
+        [percent, seed + 2, pool - pool // 10, min(100.0, percent * 50), seed + 2, pool // 10],
+    ).fetchall()
+    return [
+        Scenario(
+            "credit_note",
+            "POST /api/v1/billing/invoices/{id}/credit-notes (10.00 off a line, another invoice each time)",
+            notes[: len(notes) // 4],
+            calls_c16=notes[len(notes) // 4 :],
+            writes=True,
+            expected_status=201,
+            single_object=True,
+        ),
+        Scenario(
+            "invoice_pdf",
+            "GET /api/v1/billing/invoices/{id}.pdf (GST tax invoice; a tenth credited)",
+            [Call("GET", f"/api/v1/billing/invoices/{iid}.pdf", "", bearer) for (iid,) in printed],
+        ),
+    ]
 
 
 def _booking_calls(

@@ -36,6 +36,7 @@ from billing.tax import (
     invoice_totals,
     is_interstate,
     line_tax,
+    place_of_supply,
 )
 from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
 from patients.devdata.scale import Patients
@@ -395,7 +396,7 @@ def generate_invoices(
             cancelled = status == "cancelled"
             invoices.append(
                 (invoice_id, branch.id, patients.ids[patient], day, status, number, year,
-                 state if interstate else branch.state, interstate, totals.sub_total, totals.discount, totals.taxable,
+                 place_of_supply(patient_state=state, branch_state=branch.state), interstate, totals.sub_total, totals.discount, totals.taxable,
                  totals.cgst, totals.sgst, totals.igst, totals.tax, totals.grand_total, paid, credited, refunded,
                  created if numbered else None, created + timedelta(hours=2) if cancelled else None,
                  "Raised in error" if cancelled else "", created, created)

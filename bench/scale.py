@@ -2,7 +2,7 @@
 its raw-SQL limit, over 1,000,000 patients and 1,000,000 invoices.
 
     .venv/bin/python bench/scale.py [--database clinic_scale] [--patients 1000000] [--invoices 1000000]
-                                    [--duration 10] [--only token,slots,...]
+                                    [--duration 10] [--only token,slots,...] [--skip invoice_pdf,...]
 
 1. Fills the database with `generate_scale_data` when it has no patients (about 12 minutes at 1M + 1M).
 2. Starts gunicorn as docker/entrypoint.sh does (4 workers x 2 threads) and draws each endpoint's requests
@@ -343,6 +343,7 @@ def main() -> int:
     parser.add_argument("--write-pool", type=int, default=3000, help="bookings and payments per write run")
     parser.add_argument("--quality", type=int, default=200, help="search-quality queries per kind (0: skip)")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--skip", default="", help="comma-separated scenario names to leave out")
     parser.add_argument("--name", default="scale", help="results file name under bench/results/")
     args = parser.parse_args()
 
@@ -399,7 +400,8 @@ def main() -> int:
             if args.quality and (not only or "quality" in only):
                 print("search quality", flush=True)
                 quality = quality_measure(base, bearer, query_set(conn, seed=args.seed, per_kind=args.quality))
-        scenarios = [s for s in scenarios if not only or s.name in only]
+        skip = {name for name in args.skip.split(",") if name}
+        scenarios = [s for s in scenarios if (not only or s.name in only) and s.name not in skip]
         book_from = None
         for scenario in scenarios:
             print(f"{scenario.name}: capture", flush=True)

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "patients",
     "appointments",
     "billing",
+    "lab",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",

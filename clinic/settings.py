@@ -203,9 +203,6 @@ REST_FRAMEWORK = {
         "clinic.api.permissions.HasRequiredScope",
     ],
     "DEFAULT_RENDERER_CLASSES": ["clinic.api.renderers.JSONRenderer"],
-    # The representation is chosen by the Accept header only (the invoice detail answers a PDF for
-    # application/pdf); a `?format=` would be one more undeclared query parameter.
-    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_PARSER_CLASSES": ["clinic.api.parsers.JSONParser"],
     "DEFAULT_THROTTLE_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -30,6 +30,7 @@ class ClinicAutoSchema(AutoSchema):
       validate them, and that ClinicAPIView checks the request against), so documented and accepted
       parameters cannot drift apart;
     - a view with `partial_patch = False` takes a complete body on PATCH (reschedule), not any subset;
+    - no `format` query parameter for views with several renderers (Accept chooses);
     - money and other decimals are JSON numbers: `format: decimal` with `multipleOf` their precision;
     - a component's description is its `openapi_description`, never a developer docstring (inherited
       ones included: every request body would otherwise describe StrictSerializer's internals);
@@ -47,6 +48,11 @@ class ClinicAutoSchema(AutoSchema):
 
     def get_override_parameters(self) -> list[Any]:
         return [*declared_query_params(self.view, self.method), *super().get_override_parameters()]
+
+    def _get_format_parameters(self) -> list[Any]:
+        # DRF's `?format=` is no parameter of this API (ClinicAPIView refuses undeclared parameters): the
+        # representation is chosen by Accept alone (the invoice detail's PDF).
+        return []
 
     def _get_request_for_media_type(self, serializer: Any, direction: str = "request") -> Any:
         if self.method == "PATCH" and not getattr(self.view, "partial_patch", True):

@@ -522,3 +522,10 @@ def test_no_other_invoice_operation_answers_a_pdf(client, reader, invoice):
 
     assert response.status_code == 406
     assert response["Content-Type"] == "application/problem+json"
+
+
+def test_a_format_query_parameter_is_no_way_around_accept(client, reader, invoice):
+    response = client.get(f"/api/v1/billing/invoices/{invoice.id}", {"format": "pdf"}, **bearer(reader))
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "unknown_parameter"

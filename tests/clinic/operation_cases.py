@@ -24,6 +24,7 @@ from clinic.api.renderers import dumps
 from tests.appointments.lifecycle_helpers import DAY, NEXT_DAY, iso
 from tests.clinic.two_branches import Site, World
 from tests.helpers import bearer
+from tests.lab.catalogue import seed_catalogue
 from tests.patients.factories import aadhaar
 
 
@@ -71,6 +72,11 @@ def _list_patients(site: Site, body: Any) -> list[Any]:
 
 def _today() -> str:
     return timezone.localdate().isoformat()
+
+
+def _lab_tests(of: Pick, w: World) -> Call:
+    seed_catalogue()  # the catalogue is the same at every branch: the world has none of its own
+    return Call("GET", "/api/v1/lab/tests", {"kind": "lab"})
 
 
 CASES: dict[str, Case] = {
@@ -368,6 +374,8 @@ CASES: dict[str, Case] = {
         200,
         refused={"branch_id": Refusal.FIELD},
     ),
+    # --- lab
+    "lab_tests_list": Case(_lab_tests, 200),
     # --- OAuth (plain Django views, no scope and no branch)
     "auth_token": Case(
         lambda of, w: Call(

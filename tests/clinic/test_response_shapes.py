@@ -26,6 +26,7 @@ from tests.appointments.lifecycle_helpers import DAY
 from tests.clinic import operation_cases as cases
 from tests.clinic.documented_operations import DOCUMENT, OPERATIONS, Operation
 from tests.clinic.two_branches import World, seed_world
+from tests.lab.catalogue import seed_catalogue
 
 pytestmark = pytest.mark.django_db
 
@@ -125,6 +126,11 @@ VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
         lambda w: cases.Call(
             "GET", "/api/v1/appointments/slots", {"doctor_id": str(w.home.doctor.id), "date": DAY.isoformat()}
         ),
+    ),
+    (
+        "lab_tests_list",
+        "lab and imaging, nulls",
+        lambda w: (seed_catalogue(), cases.Call("GET", "/api/v1/lab/tests"))[1],
     ),
     ("billing_invoices_list", "draft and paid", lambda w: cases.Call("GET", "/api/v1/billing/invoices")),
     ("billing_invoices_retrieve", "draft", lambda w: cases.Call("GET", f"/api/v1/billing/invoices/{w.home.draft.id}")),

@@ -15,6 +15,7 @@ from appointments.devdata.demo import seed_demo_schedule
 from appointments.models import Appointment, WeeklySession
 from billing.devdata.demo import seed_demo_billing
 from clinic.models import Branch, Department, Doctor
+from lab.devdata.demo import seed_demo_lab
 from patients.devdata.demo import seed_demo_patients
 
 DEMO_PATIENTS = 20
@@ -81,6 +82,7 @@ class Command(BaseCommand):
         patients = seed_demo_patients(branches=list(branches.values()), doctors=doctors, count=DEMO_PATIENTS)
         seed_demo_schedule(doctors=doctors, patients=patients)
         billing = seed_demo_billing(branches=list(branches.values()), patients=patients)
+        lab = seed_demo_lab()
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
@@ -122,6 +124,7 @@ class Command(BaseCommand):
             ],
         }
         manifest.update(billing)
+        manifest.update(lab)
         if options["json"]:
             self.stdout.write(json.dumps(manifest))
             return

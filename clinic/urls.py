@@ -22,6 +22,7 @@ api_v1 = [
     path("", include("patients.api.urls")),
     path("", include("appointments.api.urls")),
     path("", include("billing.api.urls")),
+    path("", include("lab.api.urls")),
 ]
 
 urlpatterns = [

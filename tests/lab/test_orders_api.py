@@ -16,11 +16,11 @@ from django.utils import timezone
 from billing.models import Invoice, LineItem
 from integrations.webhooks.models import WebhookEvent
 from lab import services
-from lab.models import LabOrder, LabOrderItem
+from lab.models import LabOrder, LabOrderItem, LabResult
 from tests.appointments.factories import AppointmentFactory
 from tests.billing.factories import get, make_invoice, post_json
 from tests.helpers import REQUEST_BOOKKEEPING, assert_problem, bearer, error_fields, row_counts
-from tests.lab.order_factories import ORDERS, LabWorld, make_lab_world
+from tests.lab.order_factories import ORDERS, AnalyteFactory, LabWorld, make_lab_world
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -455,3 +455,45 @@ def test_a_refused_request_writes_no_event(lab: LabWorld) -> None:
     _create(lab, doctor_id=str(lab.mum_doctor.id))
     assert not WebhookEvent.objects.exists()
     assert not LineItem.objects.exists()
+
+
+def test_the_detail_shows_current_results_with_their_earlier_versions(lab: LabWorld) -> None:
+    hgb = AnalyteFactory(test=lab.cbc, code="HGB", name="Haemoglobin")
+    order = lab.order([lab.cbc])
+    item = order.items.get()
+    performed = timezone.now()
+    first = LabResult.objects.create(
+        item=item,
+        analyte=hgb,
+        version=1,
+        current=True,
+        status="final",
+        value_quantity=Decimal("9.1"),
+        unit="g/dL",
+        flag="L",
+        performed_at=performed,
+        performer="Tech A",
+    )
+    LabResult.objects.filter(pk=first.pk).update(current=False)
+    second = LabResult.objects.create(
+        item=item,
+        analyte=hgb,
+        version=2,
+        current=True,
+        status="amended",
+        value_quantity=Decimal("12.5"),
+        unit="g/dL",
+        flag="N",
+        reason="Sample mislabelled",
+        performed_at=performed,
+        performer="Tech A",
+    )
+
+    response = get(Client(), lab.reader, f"{ORDERS}/{order.id}")
+
+    assert response.status_code == 200
+    (shown,) = response.json()["items"][0]["results"]
+    assert shown["analyte"] == {"code": "HGB", "name": "Haemoglobin"}
+    assert (shown["current"]["result_id"], shown["current"]["version"]) == (str(second.id), 2)
+    assert (shown["current"]["flag"], shown["current"]["reason"]) == ("N", "Sample mislabelled")
+    assert [(v["result_id"], v["version"], v["status"]) for v in shown["history"]] == [(str(first.id), 1, "final")]

@@ -1,12 +1,20 @@
-"""The lab events (CONTRACT sections 12 and 14): their names and their registration.
+"""The lab events (CONTRACT sections 12 and 14): their names, their registration and the publication of the
+order events.
 
 Each kind is registered (EVENT_KINDS) by the change that publishes it, with its payload (the order's API
 representation); until then it stays unregistered, so nothing advertises an event that never arrives.
+The order events carry `{"order": <LabOrder>}`, the order as GET /api/v1/lab/orders/{id} returns it, re-read
+inside the transaction of the change (the outbox row commits with it). Subscriptions filtered by branch
+receive the events of the order's branch.
 """
 
 from __future__ import annotations
 
-from integrations.webhooks.registry import EventKind, event_kind_register
+from integrations.webhooks.events import event_publish
+from integrations.webhooks.registry import EventKind, PayloadPart, event_kind_register
+from lab.models import LabOrder
+from lab.representations import lab_order_representation
+from lab.selectors import lab_order_load
 
 LAB_ORDER_CREATED = "lab_order.created"
 LAB_ORDER_CANCELLED = "lab_order.cancelled"
@@ -15,9 +23,35 @@ LAB_RESULT_FINALIZED = "lab_result.finalized"
 LAB_RESULT_AMENDED = "lab_result.amended"
 LAB_RESULT_CRITICAL = "lab_result.critical"
 
-EVENT_KINDS: tuple[EventKind, ...] = ()
+_ORDER = PayloadPart("order", "LabOrder", "The order, as GET /api/v1/lab/orders/{id} returns it.")
+
+EVENT_KINDS: tuple[EventKind, ...] = (
+    EventKind(
+        LAB_ORDER_CREATED,
+        label="order created",
+        description="A lab or imaging order was placed: numbered, one item per test with its accession number.",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        LAB_ORDER_COLLECTED,
+        label="order collected",
+        description="The specimens of an order's lab items were collected.",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        LAB_ORDER_CANCELLED,
+        label="order cancelled",
+        description="An order was cancelled before collection.",
+        payload=(_ORDER,),
+    ),
+)
 
 
 def events_register() -> None:
     """Called by LabConfig.ready()."""
     event_kind_register(*EVENT_KINDS)
+
+
+def lab_order_publish(event_type: str, order: LabOrder) -> None:
+    payload = {"order": lab_order_representation(lab_order_load(order.pk))}
+    event_publish(event_type=event_type, payload=dict(payload), branch_id=order.branch_id)

@@ -8,10 +8,12 @@ Quantities (range limits, critical limits) leave as exact JSON numbers without t
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, TypedDict
+from zoneinfo import ZoneInfo
 
-from clinic.api.shapes import Doc, Number
+from clinic.api.shapes import Doc, Format, Number
 from lab import models
 
 # --- Catalogue ---------------------------------------------------------------------------------------------
@@ -102,4 +104,177 @@ def lab_test_data(test: models.LabTest) -> LabTest:
         "modality": test.modality or None,
         "billing_service_code": test.billable_service.code if test.billable_service else None,
         "analytes": [analyte_data(analyte) for analyte in test.analytes.all()],
+    }
+
+
+# --- Orders
+
+ResultValue = Annotated[Decimal | None, Number(max_digits=14, decimal_places=4)]
+Limit = Annotated[Decimal | None, Number(max_digits=12, decimal_places=4)]
+
+
+class LabOrderPatient(TypedDict):
+    id: Annotated[str, Format.UUID]
+    patient_id: Annotated[str, Doc("The patient's business id.")]
+    name: str
+
+
+class LabOrderDoctor(TypedDict):
+    id: Annotated[str, Format.UUID]
+    name: str
+
+
+class LabOrderTest(TypedDict):
+    code: str
+    name: str
+    kind: Annotated[str, models.TestKind]
+
+
+class LabResultAnalyte(TypedDict):
+    code: str
+    name: str
+
+
+class LabResultVersion(TypedDict):
+    """One version of a result: a quantity (`value_quantity`, with its unit) or text (`value_text`; an imaging
+    report is text without an analyte)."""
+
+    result_id: Annotated[str, Format.UUID]
+    version: int
+    status: Annotated[str, models.ResultStatus]
+    value_quantity: ResultValue
+    value_text: str | None
+    unit: str | None
+    flag: Annotated[str | None, Doc("N, L, H, LL or HH; null when no range applies.")]
+    reference_low: Limit
+    reference_high: Limit
+    note: str | None
+    reason: Annotated[str | None, Doc("Why an amended version replaced the one before.")]
+    performed_at: Annotated[str, Format.DATE_TIME]
+    performer: str
+    recorded_at: Annotated[str, Format.DATE_TIME]
+
+
+class LabOrderResult(TypedDict):
+    """The current version of the result of one analyte (or the imaging report) with its earlier versions."""
+
+    analyte: Annotated[LabResultAnalyte | None, Doc("Null for an imaging report.")]
+    current: LabResultVersion
+    history: Annotated[list[LabResultVersion], Doc("Earlier versions, oldest first.")]
+
+
+class LabOrderItem(TypedDict):
+    item_id: Annotated[str, Format.UUID]
+    test: LabOrderTest
+    accession_number: Annotated[str, Doc("Per branch and year, e.g. BLR-26-0000123.")]
+    status: Annotated[str, models.ItemStatus]
+    modality: Annotated[str | None, Doc("Imaging items: the DICOM modality; null for lab items.")]
+    specimen_type: Annotated[str | None, Doc("Lab items; null for imaging items.")]
+    results: Annotated[list[LabOrderResult], Doc("Empty until results are recorded.")]
+
+
+class LabOrder(TypedDict):
+    """A lab or imaging order, as the API returns it and the lab order events carry it."""
+
+    order_id: Annotated[str, Format.UUID]
+    order_number: Annotated[str, Doc("Per branch and calendar year, gap-free: BLR-LAB-2026-000123.")]
+    status: Annotated[str, models.OrderStatus]
+    priority: Annotated[str, models.Priority]
+    patient: LabOrderPatient
+    doctor: LabOrderDoctor
+    branch_id: Annotated[str, Format.UUID]
+    appointment_id: Annotated[str | None, Format.UUID]
+    clinical_notes: str
+    invoice_id: Annotated[str | None, Format.UUID, Doc("The draft invoice the tests were billed on (bill: true).")]
+    items: list[LabOrderItem]
+    created_at: Annotated[str, Format.DATE_TIME, Doc("With the branch's UTC offset.")]
+    collected_at: Annotated[str | None, Format.DATE_TIME]
+    cancelled_at: Annotated[str | None, Format.DATE_TIME]
+    cancellation_reason: str | None
+
+
+def _local(value: datetime, zone: ZoneInfo) -> str:
+    return value.astimezone(zone).isoformat()
+
+
+def _local_or_none(value: datetime | None, zone: ZoneInfo) -> str | None:
+    return _local(value, zone) if value else None
+
+
+def _result_version(result: models.LabResult, zone: ZoneInfo) -> LabResultVersion:
+    return {
+        "result_id": str(result.id),
+        "version": result.version,
+        "status": result.status,
+        "value_quantity": result.value_quantity,
+        "value_text": result.value_text or None,
+        "unit": result.unit or None,
+        "flag": result.flag or None,
+        "reference_low": result.reference_low,
+        "reference_high": result.reference_high,
+        "note": result.note or None,
+        "reason": result.reason or None,
+        "performed_at": _local(result.performed_at, zone),
+        "performer": result.performer,
+        "recorded_at": _local(result.recorded_at, zone),
+    }
+
+
+def _item_results(item: models.LabOrderItem, zone: ZoneInfo) -> list[LabOrderResult]:
+    """Current versions in analyte order (the analyte's position), each with its earlier versions; reads the
+    item's prefetched `results` (lab.selectors orders them by analyte position and version)."""
+    by_analyte: dict[object, list[models.LabResult]] = {}
+    for result in item.results.all():
+        by_analyte.setdefault(result.analyte_id, []).append(result)
+    shown: list[LabOrderResult] = []
+    for versions in by_analyte.values():
+        current = next((r for r in versions if r.current), versions[-1])
+        analyte = current.analyte
+        shown.append(
+            {
+                "analyte": {"code": analyte.code, "name": analyte.name} if analyte is not None else None,
+                "current": _result_version(current, zone),
+                "history": [_result_version(r, zone) for r in versions if r.pk != current.pk],
+            }
+        )
+    return shown
+
+
+def _item(item: models.LabOrderItem, zone: ZoneInfo) -> LabOrderItem:
+    test = item.test
+    return {
+        "item_id": str(item.id),
+        "test": {"code": test.code, "name": test.name, "kind": test.kind},
+        "accession_number": item.accession_number,
+        "status": item.status,
+        "modality": test.modality or None,
+        "specimen_type": test.specimen_type or None,
+        "results": _item_results(item, zone),
+    }
+
+
+def lab_order_representation(order: models.LabOrder) -> LabOrder:
+    """The order with its items and their results; expects what lab.selectors loads (branch, patient, doctor,
+    items with their tests and results)."""
+    zone = order.branch.zone
+    return {
+        "order_id": str(order.id),
+        "order_number": order.order_number,
+        "status": order.status,
+        "priority": order.priority,
+        "patient": {
+            "id": str(order.patient_id),
+            "patient_id": order.patient.patient_id,
+            "name": order.patient.name,
+        },
+        "doctor": {"id": str(order.doctor_id), "name": order.doctor.name},
+        "branch_id": str(order.branch_id),
+        "appointment_id": str(order.appointment_id) if order.appointment_id else None,
+        "clinical_notes": order.clinical_notes,
+        "invoice_id": str(order.invoice_id) if order.invoice_id else None,
+        "items": [_item(item, zone) for item in order.items.all()],
+        "created_at": _local(order.created_at, zone),
+        "collected_at": _local_or_none(order.collected_at, zone),
+        "cancelled_at": _local_or_none(order.cancelled_at, zone),
+        "cancellation_reason": order.cancellation_reason or None,
     }

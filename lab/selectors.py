@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+import uuid
+from datetime import date
 
-from lab.models import Analyte, LabTest, ReferenceRange
+from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, QuerySet
+from django.db.models.functions import Cast
+
+from clinic.errors import FieldError, NotFound
+from clinic.models import Branch
+from clinic.selectors import client_branch_ids
+from integrations.models import ApiClient
+from lab.models import Analyte, LabOrder, LabOrderItem, LabResult, LabTest, ReferenceRange
+from patients.models import Patient
 
 # --- Catalogue ---------------------------------------------------------------------------------------------
 # The catalogue is the same at every branch: no branch restriction applies to it.
@@ -26,3 +35,105 @@ def lab_tests(*, kind: str | None = None, modality: str | None = None) -> QueryS
         .prefetch_related(Prefetch("analytes", queryset=analytes))
         .order_by("code")
     )
+
+
+# --- Orders
+
+
+def visible_lab_orders(client: ApiClient) -> QuerySet[LabOrder]:
+    """The one access chokepoint for lab orders: a client limited to some branches sees only theirs."""
+    orders = LabOrder.objects.all()
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        orders = orders.filter(branch_id__in=allowed)
+    return orders
+
+
+def _with_detail(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
+    """Everything the representation shows, in 3 queries: the order with branch, patient and doctor; its items
+    with their tests; their results (every version) with their analytes."""
+    results = LabResult.objects.select_related("analyte").order_by("analyte__position", "analyte__code", "version")
+    items = (
+        LabOrderItem.objects.select_related("test")
+        .order_by("position", "id")
+        .prefetch_related(Prefetch("results", queryset=results))
+    )
+    return orders.select_related("branch", "patient", "doctor").prefetch_related(Prefetch("items", queryset=items))
+
+
+def lab_order_load(order_id: uuid.UUID) -> LabOrder:
+    """An order with everything its representation shows, whatever its branch: for the events its own writes
+    publish (lab.events), never for a client's request."""
+    return _with_detail(LabOrder.objects.filter(id=order_id)).get()
+
+
+def lab_order_get(*, client: ApiClient, ref: str) -> LabOrder:
+    """By UUID, with everything the representation shows; 404 when unknown, malformed or at a branch the
+    client may not see (no existence oracle)."""
+    try:
+        key = uuid.UUID(ref)
+    except ValueError:
+        raise NotFound(f"No lab order {ref!r}.") from None
+    order = _with_detail(visible_lab_orders(client).filter(id=key)).first()
+    if order is None:
+        raise NotFound(f"No lab order {ref!r}.")
+    return order
+
+
+def lab_branch_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
+    """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
+    serializers turn that into a 400 on branch_id)."""
+    allowed = client_branch_ids(client)
+    branch = Branch.objects.filter(id=branch_id).first()
+    if branch is None or (allowed is not None and branch.id not in allowed):
+        raise NotFound(f"No branch {branch_id} available to this client.")
+    return branch
+
+
+def lab_branch_default(*, client: ApiClient) -> Branch:
+    """The branch of an order placed without branch_id: the client's only branch."""
+    allowed = client_branch_ids(client)
+    if allowed is not None and len(allowed) == 1:
+        return Branch.objects.get(id=next(iter(allowed)))
+    raise FieldError({"branch_id": "Required: this client may order at more than one branch."})
+
+
+def _local_created_date() -> Cast:
+    """The order's creation date at its branch (PostgreSQL's timezone(zone, timestamptz))."""
+    local = Func(F("branch__time_zone"), F("created_at"), function="timezone", output_field=DateTimeField())
+    return Cast(local, DateField())
+
+
+def lab_order_list(
+    *,
+    client: ApiClient,
+    patient: Patient | None = None,
+    branch_id: uuid.UUID | None = None,
+    status: str | None = None,
+    test: str | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
+    priority: str | None = None,
+) -> QuerySet[LabOrder]:
+    """Visible orders, newest first, then id, with everything the representation shows. `test` is a catalogue
+    code (orders with an item of that test); `date_from`/`date_to` are inclusive branch-local creation dates.
+    Filters naming a patient or branch are checked by the caller (lab.api.serializers.LabOrderListParams)."""
+    orders = visible_lab_orders(client)
+    if patient is not None:
+        orders = orders.filter(patient=patient)
+    if branch_id is not None:
+        orders = orders.filter(branch_id=branch_id)
+    if status is not None:
+        orders = orders.filter(status=status)
+    if priority is not None:
+        orders = orders.filter(priority=priority)
+    if test is not None:
+        items = LabOrderItem.objects.filter(order=OuterRef("pk"), test__code=test)
+        orders = orders.filter(Exists(items))
+    if date_from is not None or date_to is not None:
+        orders = orders.alias(local_date=_local_created_date())
+        if date_from is not None:
+            orders = orders.filter(local_date__gte=date_from)
+        if date_to is not None:
+            orders = orders.filter(local_date__lte=date_to)
+    return _with_detail(orders).order_by("-created_at", "id")

@@ -3,6 +3,7 @@ shapes are the TypedDicts of lab.representations)."""
 
 from __future__ import annotations
 
+from copy import deepcopy
 from decimal import Decimal
 from typing import Any
 
@@ -84,3 +85,129 @@ CHEST_XRAY: dict[str, Any] = {
     "analytes": [],
 }
 LAB_TESTS_EXAMPLE = OpenApiExample("Lab and imaging tests", response_only=True, value=[BLOOD_GROUP, CBC, CHEST_XRAY])
+
+
+# --- Orders
+
+ORDER_ID = "7c0e4b1a-3d2f-4e5a-9b6c-1d2e3f4a5b6c"
+BRANCH_ID = "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591"
+ORDER: dict[str, Any] = {
+    "order_id": ORDER_ID,
+    "order_number": "BLR-LAB-2026-000123",
+    "status": "ordered",
+    "priority": "urgent",
+    "patient": {"id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10", "patient_id": "PAT-000123", "name": "Priya Sharma"},
+    "doctor": {"id": "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d", "name": "Dr. Anil Rao"},
+    "branch_id": BRANCH_ID,
+    "appointment_id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+    "clinical_notes": "Fever for five days; rule out dengue.",
+    "invoice_id": "0f4b6c1e-2a7d-4c1b-9e55-3d8a1b2c4d5e",
+    "items": [
+        {
+            "item_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+            "test": {"code": "CBC", "name": "Complete blood count", "kind": "lab"},
+            "accession_number": "BLR-26-0000457",
+            "status": "ordered",
+            "modality": None,
+            "specimen_type": "Whole blood",
+            "results": [],
+        },
+        {
+            "item_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
+            "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "kind": "imaging"},
+            "accession_number": "BLR-26-0000458",
+            "status": "scheduled",
+            "modality": "XR",
+            "specimen_type": None,
+            "results": [],
+        },
+    ],
+    "created_at": "2026-11-21T10:15:00+05:30",
+    "collected_at": None,
+    "cancelled_at": None,
+    "cancellation_reason": None,
+}
+
+
+def _order(**changes: Any) -> dict[str, Any]:
+    order = deepcopy(ORDER)
+    order.update(changes)
+    return order
+
+
+def _collected() -> dict[str, Any]:
+    order = _order(status="collected", collected_at="2026-11-21T10:40:00+05:30")
+    order["items"][0]["status"] = "collected"
+    return order
+
+
+def _cancelled() -> dict[str, Any]:
+    order = _order(status="cancelled", cancelled_at="2026-11-21T10:30:00+05:30", cancellation_reason="Ordered twice")
+    for item in order["items"]:
+        item["status"] = "cancelled"
+    return order
+
+
+def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
+    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
+
+
+def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": f"/api/v1/problems/{code}",
+        "title": title,
+        "status": status_code,
+        "detail": detail,
+        "code": code,
+        "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
+        **extra,
+    }
+
+
+def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
+    """A problem body as the example of its status on the operation's error response."""
+    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)
+
+
+ORDER_CREATE_REQUEST = OpenApiExample(
+    "Order a CBC and a chest X-ray, billed",
+    request_only=True,
+    value={
+        "patient_id": "PAT-000123",
+        "branch_id": BRANCH_ID,
+        "doctor_id": "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d",
+        "tests": ["CBC", "XR-CHEST"],
+        "priority": "urgent",
+        "clinical_notes": "Fever for five days; rule out dengue.",
+        "appointment_id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+        "bill": True,
+    },
+)
+ORDER_CANCEL_REQUEST = OpenApiExample("Cancel", request_only=True, value={"reason": "Ordered twice"})
+ORDER_CREATED_EXAMPLE = example("Ordered", ORDER, "201")
+ORDER_EXAMPLE = example("Ordered", ORDER)
+ORDER_COLLECTED_EXAMPLE = example("Collected", _collected())
+ORDER_CANCELLED_EXAMPLE = example("Cancelled", _cancelled())
+ORDER_LIST_EXAMPLE = example("Orders", [ORDER])
+
+BAD_TEST = _problem(
+    400,
+    "validation_error",
+    "Invalid input",
+    "The request has invalid fields.",
+    errors=[{"field": "tests.1", "code": "invalid", "message": "No test 'XR-KNEE' in the catalogue."}],
+)
+INVALID_STATE_COLLECT = _problem(
+    409,
+    "invalid_state",
+    "Invalid state",
+    "Cannot collect an order that is collected; it must be ordered.",
+    current_status="collected",
+)
+INVALID_STATE_CANCEL = _problem(
+    409,
+    "invalid_state",
+    "Invalid state",
+    "Cannot cancel an order that is collected; it must be ordered.",
+    current_status="collected",
+)

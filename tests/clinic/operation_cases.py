@@ -70,6 +70,11 @@ def _list_patients(site: Site, body: Any) -> list[Any]:
     return [site.patient, site.plain]
 
 
+def _lab_order(site: Site) -> Any:
+    assert site.lab_order is not None
+    return site.lab_order
+
+
 def _today() -> str:
     return timezone.localdate().isoformat()
 
@@ -364,6 +369,60 @@ CASES: dict[str, Case] = {
         200,
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND, "credit_note_id": Refusal.NOT_FOUND},
+    ),
+    # --- lab orders
+    "lab_orders_list": Case(
+        lambda of, w: Call(
+            "GET",
+            "/api/v1/lab/orders",
+            {"patient_id": str(of("patient_id").patient.id), "branch_id": str(of("branch_id").branch.id)},
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"patient_id": Refusal.FIELD, "branch_id": Refusal.FIELD},
+    ),
+    "lab_orders_create": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/lab/orders",
+            body={
+                "patient_id": of("patient_id").patient.patient_id,
+                "branch_id": str(of("branch_id").branch.id),
+                "doctor_id": str(of("doctor_id").doctor.id),
+                "appointment_id": str(of("appointment_id").booked.id),
+                "tests": ["CBC", "XR-CHEST"],
+                "priority": "urgent",
+                "clinical_notes": "Fever for three days",
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={
+            "patient_id": Refusal.FIELD,
+            "branch_id": Refusal.FIELD,
+            "doctor_id": Refusal.FIELD,
+            "appointment_id": Refusal.FIELD,
+        },
+    ),
+    "lab_orders_retrieve": Case(
+        lambda of, w: Call("GET", f"/api/v1/lab/orders/{_lab_order(of('id')).id}"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "lab_orders_collect": Case(
+        lambda of, w: Call("POST", f"/api/v1/lab/orders/{_lab_order(of('id')).id}/collect"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "lab_orders_cancel": Case(
+        lambda of, w: Call(
+            "POST", f"/api/v1/lab/orders/{_lab_order(of('id')).id}/cancel", body={"reason": "Ordered twice"}
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
     ),
     "billing_summary": Case(
         lambda of, w: Call(

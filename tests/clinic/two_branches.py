@@ -15,10 +15,13 @@ from appointments.models import Appointment, WeeklySession
 from billing.models import CreditNote, Invoice
 from billing.services import CreditLineInput, credit_note_issue
 from integrations.clients.scopes import SCOPES
+from lab.models import LabOrder, Priority
+from lab.services import lab_order_create
 from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
 from tests.billing.factories import make_invoice, pay
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.lab.order_factories import LabTestFactory, imaging_test
 from tests.patients.factories import (
     AllergyFactory,
     DiagnosisFactory,
@@ -46,11 +49,13 @@ class Site:
     draft: Invoice
     finalized: Invoice
     credit_note: CreditNote  # 10.00 of the finalized invoice's line credited
+    lab_order: LabOrder | None = None  # `patient`'s CBC and chest X-ray, ordered (nothing collected)
 
     def ids(self) -> set[str]:
         """The ids of every object bound to this branch (departments are shared by the network)."""
         objects = [self.branch, self.doctor, self.patient, self.plain, self.booked, self.started, self.checked_in]
-        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note]}
+        lab = [self.lab_order] if self.lab_order is not None else []
+        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note, *lab]}
 
 
 @dataclass
@@ -127,7 +132,20 @@ def _site(code: str, state: str, gstin: str, number: int) -> Site:
         lines=[CreditLineInput(line_id=finalized.line_items.get().id, amount=Decimal("10.00"))],
     )
     finalized.refresh_from_db()
-    return Site(branch, doctor, patient, plain, booked, started, checked_in, draft, finalized, credit_note)
+    lab_order = lab_order_create(
+        branch=branch,
+        patient=patient,
+        doctor=doctor,
+        tests=[
+            LabTestFactory(code="CBC", name="Complete blood count"),
+            imaging_test(code="XR-CHEST", name="Chest X-ray"),
+        ],
+        priority=Priority.ROUTINE,
+        ordered_by="seed",
+    )
+    return Site(
+        branch, doctor, patient, plain, booked, started, checked_in, draft, finalized, credit_note, lab_order=lab_order
+    )
 
 
 def seed_world(api_client_factory: Callable[..., Any], issue_token: Callable[..., str]) -> World:

@@ -44,6 +44,24 @@ EVENT_KINDS: tuple[EventKind, ...] = (
         description="An order was cancelled before collection.",
         payload=(_ORDER,),
     ),
+    EventKind(
+        LAB_RESULT_FINALIZED,
+        label="results final",
+        description="Every item of an order has its final results (lab) or final report (imaging).",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        LAB_RESULT_AMENDED,
+        label="result amended",
+        description="A final result was corrected by an amended version (the earlier versions stay in its history).",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        LAB_RESULT_CRITICAL,
+        label="critical value",
+        description="A result outside its critical limits (flag LL or HH) was recorded; sent at once.",
+        payload=(_ORDER,),
+    ),
 )
 
 

@@ -211,3 +211,72 @@ INVALID_STATE_CANCEL = _problem(
     "Cannot cancel an order that is collected; it must be ordered.",
     current_status="collected",
 )
+
+RESULTS_REQUEST = OpenApiExample(
+    "Final CBC results",
+    request_only=True,
+    value={
+        "results": [
+            {"test": "CBC", "analyte": "HGB", "value": Decimal("10.9"), "unit": "g/dL"},
+            {"test": "CBC", "analyte": "WBC", "value": Decimal("7.2")},
+            {"test": "CBC", "analyte": "PLT", "value": 18, "note": "Clumping excluded on smear"},
+            {"test": "CBC", "analyte": "HCT", "value": Decimal("33.1")},
+        ],
+        "performed_at": "2026-11-21T12:05:00+05:30",
+        "performer": "K. Menon, lab technologist",
+        "status": "final",
+    },
+)
+AMEND_REQUEST = OpenApiExample(
+    "Amend a final result",
+    request_only=True,
+    value={
+        "results": [{"test": "CBC", "analyte": "HGB", "value": Decimal("11.4"), "unit": "g/dL"}],
+        "performed_at": "2026-11-21T14:30:00+05:30",
+        "performer": "Dr. S. Iyer, pathologist",
+        "status": "amended",
+        "reason": "Re-run after a haemolysed first sample",
+    },
+)
+
+
+def _resulted() -> dict[str, Any]:
+    order = _collected()
+    order["status"] = "resulted"
+    item = order["items"][0]
+    item["status"] = "final"
+    version = {
+        "result_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+        "version": 1,
+        "status": "final",
+        "value_quantity": Decimal("10.9"),
+        "value_text": None,
+        "unit": "g/dL",
+        "flag": "L",
+        "reference_low": Decimal("12"),
+        "reference_high": Decimal("15.5"),
+        "note": None,
+        "reason": None,
+        "performed_at": "2026-11-21T12:05:00+05:30",
+        "performer": "K. Menon, lab technologist",
+        "recorded_at": "2026-11-21T12:06:10+05:30",
+    }
+    item["results"] = [{"analyte": {"code": "HGB", "name": "Haemoglobin"}, "current": version, "history": []}]
+    return order
+
+
+ORDER_RESULTED_EXAMPLE = example("Results recorded", _resulted(), "201")
+BAD_UNIT = _problem(
+    400,
+    "validation_error",
+    "Invalid input",
+    "The request has invalid fields.",
+    errors=[{"field": "results.0.unit", "code": "invalid", "message": "Must be g/dL (UCUM), the unit of HGB."}],
+)
+INVALID_STATE_RESULT = _problem(
+    409,
+    "invalid_state",
+    "Invalid state",
+    "results.0: the HGB result is final; correct it with status amended and a reason.",
+    current_status="final",
+)

@@ -6,16 +6,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from appointments.models import Appointment
-from clinic.api.serializers import StrictSerializer
+from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from lab import selectors
-from lab.models import LabTest, OrderStatus, Priority
+from lab.models import LabTest, OrderStatus, Priority, ResultStatus
+from lab.results import MAX_RESULTS, ResultInput
 from lab.services import MAX_TESTS
 from patients.models import Patient
 from patients.selectors import patient_get
@@ -129,3 +131,48 @@ class LabOrderListParams(serializers.Serializer):
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
             raise serializers.ValidationError({"date_to": "Must not be before date_from."})
         return attrs
+
+
+# --- Results
+
+
+@extend_schema_field({"type": ["number", "string"]})
+class RawValueField(serializers.Field):
+    """The posted value as sent (a JSON number or string): lab.interpretation checks it against the analyte,
+    which the serializer does not know yet."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict | list) or data is None:
+            raise serializers.ValidationError("A number or a string.")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class PostedResultSerializer(StrictSerializer):
+    test = serializers.CharField(max_length=30, help_text="The code of a test of this order.")
+    analyte = serializers.CharField(
+        max_length=30, required=False, help_text="The analyte's code; required for lab tests, absent for imaging."
+    )
+    value = RawValueField(
+        help_text="Quantity: a number (or a numeric string, ASCII digits and one '.'), never negative; coded: one "
+        "of the analyte's values; text, and imaging: the report."
+    )
+    unit = serializers.CharField(
+        max_length=30, required=False, help_text="Optional; when sent, the analyte's UCUM unit (g/dL)."
+    )
+    note = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+
+
+class LabResultsSerializer(StrictSerializer):
+    results = PostedResultSerializer(many=True, min_length=1, max_length=MAX_RESULTS)  # type: ignore[call-arg]
+    performed_at = OffsetDateTimeField(help_text="When the test was performed, with its UTC offset.")
+    performer = serializers.CharField(max_length=200, help_text="Who performed (or verified) it.")
+    status = serializers.ChoiceField(choices=ResultStatus.values)
+    reason = serializers.CharField(
+        max_length=500, required=False, allow_blank=True, default="", help_text="Required with status amended."
+    )
+
+    def validate_results(self, value: list[dict[str, Any]]) -> list[ResultInput]:
+        return [ResultInput(**posted) for posted in value]

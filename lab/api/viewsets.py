@@ -17,9 +17,15 @@ from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
-from lab import selectors, services
+from lab import results, selectors, services
 from lab.api import schema
-from lab.api.serializers import EmptyBody, LabOrderCancelSerializer, LabOrderCreateSerializer, LabOrderListParams
+from lab.api.serializers import (
+    EmptyBody,
+    LabOrderCancelSerializer,
+    LabOrderCreateSerializer,
+    LabOrderListParams,
+    LabResultsSerializer,
+)
 from lab.models import LabOrder as LabOrderModel
 from lab.representations import LabOrder, lab_order_representation
 
@@ -38,6 +44,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         "create": "lab:write",
         "collect": "lab:write",
         "cancel": "lab:write",
+        "results": "lab:write",
     }
     query_params = {"list": (PageParams, LabOrderListParams)}
 
@@ -172,3 +179,55 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         body = LabOrderCancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return Response(self._shown(services.lab_order_cancel(order=order, reason=body.validated_data["reason"])))
+
+    @extend_schema(
+        operation_id="lab_orders_results",
+        summary="Record results",
+        parameters=[_ID, location_header("/api/v1/lab/orders/{id}")],
+        request=LabResultsSerializer,
+        responses={
+            201: _ORDER,
+            400: _INVALID,
+            404: _NOT_FOUND,
+            409: OpenApiResponse(
+                description="`invalid_state` (with `current_status`): a cancelled order, or a preliminary or final "
+                "result posted over a final one (amend it instead)."
+            ),
+        },
+        examples=[
+            schema.RESULTS_REQUEST,
+            schema.AMEND_REQUEST,
+            schema.ORDER_RESULTED_EXAMPLE,
+            schema.error_example("A unit of another analyte", schema.BAD_UNIT),
+            schema.error_example("Final already", schema.INVALID_STATE_RESULT),
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def results(self, request: Request, id: str) -> Response:
+        """Records results as new versions: `results` (each a `test` of this order, the `analyte` code for lab
+        tests, the `value`, optionally its `unit` and a `note`), `performed_at` (with offset), `performer` and
+        `status` (`preliminary`, `final`, or `amended` with a `reason` to correct a final result; a preliminary
+        or final result over a final one is 409). Quantities are checked against the analyte (a number, never
+        negative, at most 4 decimals; a unit must be the analyte's UCUM unit: a wrong unit is a 400 naming
+        `results.<i>.unit`); coded values against the analyte's list; imaging results are a text report.
+        Each quantity is flagged `N`, `L`, `H`, `LL` or `HH` from the reference band for the patient's sex
+        and age at collection (critical limits decide `LL`/`HH`; no band and not critical: no flag), the band
+        stored with it. Lab items need their specimen collected first. The item becomes `final` once every
+        analyte has a final result (imaging: `completed` with a final report) and the order `final` once
+        every item is, else `resulted`. Earlier versions stay in each result's `history`. A critical value
+        publishes `lab_result.critical` at once; the order becoming final `lab_result.finalized`; an
+        amendment `lab_result.amended`. Honours `Idempotency-Key`. Scope: `lab:write`."""
+        order = self.get_object()
+        body = LabResultsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        recorded = results.lab_results_record(
+            order=order,
+            results=data["results"],
+            performed_at=data["performed_at"],
+            performer=data["performer"],
+            status=data["status"],
+            reason=data["reason"],
+            recorded_by=f"api:{self.api_client.name}",
+        )
+        return created(self._shown(recorded), f"/api/v1/lab/orders/{recorded.pk}")

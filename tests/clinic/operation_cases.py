@@ -424,6 +424,21 @@ CASES: dict[str, Case] = {
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
     ),
+    "lab_orders_results": Case(
+        lambda of, w: Call(
+            "POST",
+            f"/api/v1/lab/orders/{_lab_order(of('id')).id}/results",
+            body={
+                "results": [{"test": "XR-CHEST", "value": "No active lung disease."}],
+                "performed_at": timezone.now().isoformat(),
+                "performer": "Dr. R. Nair, radiologist",
+                "status": "preliminary",
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
     "billing_summary": Case(
         lambda of, w: Call(
             "GET",

@@ -1,0 +1,225 @@
+"""Recording results (CONTRACT section 14): `POST /api/v1/lab/orders/{id}/results`.
+
+Each posted result becomes a new version of the result of its analyte (or, for an imaging item, of its
+report): the version before it is superseded, never rewritten (a trigger keeps versions, lab 0001). Values
+are checked against the analyte (lab.interpretation) and flagged from the reference band for the patient's
+sex and age at collection. A final result is corrected only by an `amended` version with a reason.
+
+The whole post runs under the order's row lock (lab.locks), so two posts on one order are applied one after
+the other and neither is lost: the second becomes the next version. Item and order statuses follow from the
+current versions: a lab item is `final` when every analyte of its test has a final (or amended) result, else
+`resulted`; an imaging item is `completed` with a final report, `in_progress` with a preliminary one; the
+order is `final` when every item that is not cancelled is, else `resulted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from clinic.errors import FieldError, InvalidState
+from lab import events, interpretation, locks
+from lab.models import (
+    Analyte,
+    Flag,
+    ItemStatus,
+    LabOrder,
+    LabOrderItem,
+    LabResult,
+    OrderStatus,
+    ResultStatus,
+    TestKind,
+)
+
+MAX_RESULTS = 200
+# A device clock a little ahead of ours is not a result from the future.
+CLOCK_TOLERANCE = timedelta(minutes=5)
+RECORDABLE = (OrderStatus.ORDERED, OrderStatus.COLLECTED, OrderStatus.RESULTED, OrderStatus.FINAL)
+FINAL_STATUSES = (ResultStatus.FINAL, ResultStatus.AMENDED)
+
+
+@dataclass(frozen=True)
+class ResultInput:
+    test: str
+    value: Any
+    analyte: str | None = None
+    unit: Any = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Checked:
+    item: LabOrderItem
+    analyte: Analyte | None
+    parsed: interpretation.ParsedValue
+    note: str
+
+
+def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
+    """The patient's age in days on the branch-local day the specimen was collected (the result's day for
+    imaging, which has no collection)."""
+    moment = order.collected_at or performed_at
+    day = timezone.localtime(moment, order.branch.zone).date()
+    return max(0, interpretation.age_in_days(order.patient.date_of_birth, day))
+
+
+def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list[_Checked]:
+    """Every posted result resolved against the order and its catalogue; all problems in one FieldError."""
+    items = {item.test.code: item for item in order.items.select_related("test")}
+    analytes = {
+        (analyte.test_id, analyte.code): analyte
+        for analyte in Analyte.objects.filter(test_id__in=[item.test_id for item in items.values()])
+    }
+    current = {
+        (result.item_id, result.analyte_id): result
+        for result in LabResult.objects.filter(item__order=order, current=True)
+    }
+    errors: dict[str, str] = {}
+    checked: list[_Checked] = []
+    seen: dict[tuple[Any, Any], int] = {}
+    for index, posted in enumerate(results):
+        field = f"results.{index}"
+        item = items.get(posted.test)
+        if item is None:
+            errors[f"{field}.test"] = f"{posted.test!r} is not a test of this order."
+            continue
+        if item.status == ItemStatus.CANCELLED:
+            errors[f"{field}.test"] = f"The {posted.test} item is cancelled."
+            continue
+        analyte = None
+        if item.test.kind == TestKind.LAB:
+            if item.status == ItemStatus.ORDERED:
+                errors[f"{field}.test"] = f"The {posted.test} specimen has not been collected."
+                continue
+            analyte = analytes.get((item.test_id, posted.analyte or ""))
+            if analyte is None:
+                errors[f"{field}.analyte"] = (
+                    f"Required: one of the {posted.test} analytes."
+                    if not posted.analyte
+                    else f"{posted.analyte!r} is not an analyte of {posted.test}."
+                )
+                continue
+        elif posted.analyte:
+            errors[f"{field}.analyte"] = "An imaging result is a report: send no analyte."
+            continue
+        key = (item.id, analyte.id if analyte else None)
+        if key in seen:
+            errors[f"{field}.analyte" if analyte else f"{field}.test"] = f"Already posted as results.{seen[key]}."
+            continue
+        seen[key] = index
+        earlier = current.get(key)
+        if status == ResultStatus.AMENDED and (earlier is None or earlier.status not in FINAL_STATUSES):
+            errors[f"{field}.value"] = "There is no final result to amend; post it as preliminary or final."
+            continue
+        if status != ResultStatus.AMENDED and earlier is not None and earlier.status in FINAL_STATUSES:
+            raise InvalidState(
+                f"results.{index}: the {posted.analyte or posted.test} result is final; correct it with status "
+                "amended and a reason.",
+                current_status=order.status,
+            )
+        try:
+            parsed = interpretation.parse_value(analyte, posted.value, posted.unit)
+        except interpretation.ResultValueError as exc:
+            errors[f"{field}.{exc.field}"] = exc.message
+            continue
+        checked.append(_Checked(item=item, analyte=analyte, parsed=parsed, note=posted.note.strip()[:1000]))
+    if errors:
+        raise FieldError(errors)
+    return checked
+
+
+def _item_status(item: LabOrderItem) -> str:
+    current = list(LabResult.objects.filter(item=item, current=True).values_list("analyte_id", "status"))
+    if item.test.kind == TestKind.IMAGING:
+        done = any(status in FINAL_STATUSES for _, status in current)
+        return ItemStatus.COMPLETED if done else ItemStatus.IN_PROGRESS
+    analyte_ids = set(Analyte.objects.filter(test_id=item.test_id).values_list("id", flat=True))
+    finals = {analyte for analyte, status in current if status in FINAL_STATUSES}
+    return ItemStatus.FINAL if analyte_ids and analyte_ids <= finals else ItemStatus.RESULTED
+
+
+@transaction.atomic
+def lab_results_record(
+    *,
+    order: LabOrder,
+    results: Sequence[ResultInput],
+    performed_at: datetime,
+    performer: str,
+    status: str,
+    reason: str = "",
+    recorded_by: str = "system",
+) -> LabOrder:
+    """Record the posted results as new versions (see the module docstring). 400 naming
+    `results.<i>.test|analyte|value|unit`, `performed_at`, `performer`, `status` or `reason`; 409
+    invalid_state on a cancelled order, and for a preliminary or final result over a final one."""
+    reason, performer = reason.strip(), performer.strip()
+    errors: dict[str, str] = {}
+    if status not in ResultStatus.values:
+        errors["status"] = f"Must be one of: {', '.join(ResultStatus.values)}."
+    if status == ResultStatus.AMENDED and not reason:
+        errors["reason"] = "Say why the final result is amended."
+    if not performer:
+        errors["performer"] = "Who performed the test is required."
+    if performed_at > timezone.now() + CLOCK_TOLERANCE:
+        errors["performed_at"] = "Cannot be in the future."
+    if not results:
+        errors["results"] = "Post at least one result."
+    if errors:
+        raise FieldError(errors)
+    order = locks.lab_order_lock(order_id=order.pk)
+    if order.status not in RECORDABLE:
+        raise InvalidState(f"Cannot record results on an order that is {order.status}.", current_status=order.status)
+    if performed_at < order.created_at - CLOCK_TOLERANCE:
+        raise FieldError({"performed_at": "Cannot be before the order was placed."})
+    checked = _check(order, results, status)
+    sex = order.patient.gender
+    age_days = _collection_age_days(order, performed_at)
+    critical = False
+    for entry in checked:
+        analyte = entry.analyte
+        ranges = list(analyte.ranges.all()) if analyte is not None else []
+        meaning = interpretation.interpretation_for(analyte, entry.parsed, ranges=ranges, sex=sex, age_days=age_days)
+        critical = critical or meaning.flag in (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
+        versions = LabResult.objects.filter(item=entry.item, analyte=analyte)
+        last = versions.aggregate(last=Max("version"))["last"] or 0
+        versions.filter(current=True).update(current=False)
+        LabResult.objects.create(
+            item=entry.item,
+            analyte=analyte,
+            version=last + 1,
+            status=status,
+            value_quantity=entry.parsed.quantity,
+            value_text=entry.parsed.text,
+            unit=entry.parsed.unit,
+            flag=meaning.flag,
+            reference_low=meaning.reference_low,
+            reference_high=meaning.reference_high,
+            note=entry.note,
+            reason=reason[:500] if status == ResultStatus.AMENDED else "",
+            performed_at=performed_at,
+            performer=performer[:200],
+            recorded_by=recorded_by[:200],
+        )
+    for item in {entry.item.id: entry.item for entry in checked}.values():
+        item.status = _item_status(item)
+        item.save(update_fields=["status"])
+    was_final = order.status == OrderStatus.FINAL
+    open_items = order.items.exclude(status=ItemStatus.CANCELLED)
+    all_done = not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists()
+    order.status = OrderStatus.FINAL if all_done else OrderStatus.RESULTED
+    order.save(update_fields=["status", "updated_at"])
+    # A critical value is sent at once, whatever else the post holds; the order's finalization and any
+    # amendment follow as their own events.
+    if critical:
+        events.lab_order_publish(events.LAB_RESULT_CRITICAL, order)
+    if status == ResultStatus.AMENDED:
+        events.lab_order_publish(events.LAB_RESULT_AMENDED, order)
+    elif order.status == OrderStatus.FINAL and not was_final:
+        events.lab_order_publish(events.LAB_RESULT_FINALIZED, order)
+    return order

@@ -10,9 +10,10 @@ import pytest
 from django.core.management import call_command
 
 from billing.models import BillableService
+from integrations.webhooks.models import WebhookEvent
 from lab.devdata.demo import seed_demo_lab
 from lab.loinc import loinc_problem
-from lab.models import Analyte, LabTest, ReferenceRange
+from lab.models import Analyte, LabOrder, LabResult, LabTest, ReferenceRange
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +76,23 @@ def test_seed_demo_lists_the_lab_tests_in_its_manifest():
     assert LabTest.objects.count() == 5
     assert BillableService.objects.filter(code__startswith="LAB-").count() == 3
     assert BillableService.objects.filter(code__startswith="RAD-").count() == 2
+
+
+def test_seed_demo_places_lab_orders_in_every_state_at_every_branch_once():
+    out = StringIO()
+
+    call_command("seed_demo", "--json", stdout=out)
+    call_command("seed_demo", "--json", stdout=StringIO())
+
+    manifest = json.loads(out.getvalue())
+    statuses = {entry["status"] for entry in manifest["lab_orders"]}
+    assert statuses == {"ordered", "collected", "resulted", "final", "cancelled"}
+    assert LabOrder.objects.count() == len(manifest["lab_orders"]) == 10
+    for branch in LabOrder.objects.values_list("branch__code", flat=True).distinct():
+        numbers = sorted(LabOrder.objects.filter(branch__code=branch).values_list("order_number", flat=True))
+        assert [int(n[-6:]) for n in numbers] == [1, 2, 3, 4, 5]
+    final = LabOrder.objects.filter(status="final").first()
+    hgb = LabResult.objects.filter(item__order=final, analyte__code="HGB").order_by("version")
+    assert [(r.version, r.status, r.flag) for r in hgb] == [(1, "final", "LL"), (2, "amended", "LL")]
+    kinds = set(WebhookEvent.objects.values_list("type", flat=True))
+    assert {"lab_order.created", "lab_result.critical", "lab_result.amended", "lab_order.cancelled"} <= kinds

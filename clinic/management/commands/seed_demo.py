@@ -16,6 +16,7 @@ from appointments.models import Appointment, WeeklySession
 from billing.devdata.demo import seed_demo_billing
 from clinic.models import Branch, Department, Doctor
 from lab.devdata.demo import seed_demo_lab
+from lab.devdata.demo_orders import seed_demo_lab_orders
 from patients.devdata.demo import seed_demo_patients
 
 DEMO_PATIENTS = 20
@@ -83,6 +84,7 @@ class Command(BaseCommand):
         seed_demo_schedule(doctors=doctors, patients=patients)
         billing = seed_demo_billing(branches=list(branches.values()), patients=patients)
         lab = seed_demo_lab()
+        lab.update(seed_demo_lab_orders(branches=list(branches.values()), doctors=doctors, patients=patients))
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {

@@ -114,10 +114,12 @@ def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list
             continue
         seen[key] = index
         earlier = current.get(key)
-        if status == ResultStatus.AMENDED and (earlier is None or earlier.status not in FINAL_STATUSES):
+        if status not in ResultStatus.values:
+            pass  # the status itself is the 400, and none of its rules applies
+        elif status == ResultStatus.AMENDED and (earlier is None or earlier.status not in FINAL_STATUSES):
             errors[f"{field}.value"] = "There is no final result to amend; post it as preliminary or final."
             continue
-        if status != ResultStatus.AMENDED and earlier is not None and earlier.status in FINAL_STATUSES:
+        elif status != ResultStatus.AMENDED and earlier is not None and earlier.status in FINAL_STATUSES:
             raise InvalidState(
                 f"results.{index}: the {posted.analyte or posted.test} result is final; correct it with status "
                 "amended and a reason.",
@@ -170,14 +172,19 @@ def lab_results_record(
         errors["performed_at"] = "Cannot be in the future."
     if not results:
         errors["results"] = "Post at least one result."
-    if errors:
-        raise FieldError(errors)
     order = locks.lab_order_lock(order_id=order.pk)
     if order.status not in RECORDABLE:
         raise InvalidState(f"Cannot record results on an order that is {order.status}.", current_status=order.status)
-    if performed_at < order.created_at - CLOCK_TOLERANCE:
-        raise FieldError({"performed_at": "Cannot be before the order was placed."})
-    checked = _check(order, results, status)
+    if "performed_at" not in errors and performed_at < order.created_at - CLOCK_TOLERANCE:
+        errors["performed_at"] = "Cannot be before the order was placed."
+    # One 400 names every bad field: the post's own and each result's.
+    try:
+        checked = _check(order, results, status)
+    except FieldError as exc:
+        errors.update(exc.errors)
+        checked = []
+    if errors:
+        raise FieldError(errors)
     sex = order.patient.gender
     age_days = _collection_age_days(order, performed_at)
     critical = False

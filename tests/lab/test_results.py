@@ -343,3 +343,25 @@ def test_two_concurrent_posts_on_one_item_are_both_kept(world):
     assert [v.version for v in versions] == [1, 2]
     assert {v.value_quantity for v in versions} == {D("12.1"), D("12.2")}
     assert [v.current for v in versions] == [False, True]
+
+
+def test_one_400_names_the_posts_bad_fields_and_each_bad_result(client, world):
+    counts = row_counts(exclude=REQUEST_BOOKKEEPING)
+
+    response = post(
+        client,
+        world,
+        [{"test": "CBC", "analyte": "HGB", "value": "12,5"}],
+        performed_at=(timezone.now() + timedelta(hours=2)).isoformat(),
+    )
+
+    assert error_fields(response) == ["performed_at", "results.0.value"]
+    assert row_counts(exclude=REQUEST_BOOKKEEPING) == counts
+
+
+def test_an_unknown_status_over_a_final_result_is_a_400_not_a_409(client, world):
+    post(client, world, CBC_NORMAL)
+
+    response = post(client, world, [{"test": "CBC", "analyte": "HGB", "value": "14"}], status="verified")
+
+    assert error_fields(response) == ["status"]

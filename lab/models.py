@@ -242,7 +242,7 @@ class ItemStatus(models.TextChoices):
 
 
 class LabOrderItem(models.Model):
-    """One ordered test with its accession number (`BLR-2026-0000123`: what the specimen label and the DICOM
+    """One ordered test with its accession number (`BLR-26-0000123`: what the specimen label and the DICOM
     worklist show)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

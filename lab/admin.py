@@ -11,7 +11,13 @@ staff get a form error naming the field or the rows, never a 500:
   one analyte overlapping for the same sex, nor an `any` band overlapping a `male` or `female` one (the
   database's exclusion constraint covers the same sex only).
 
-A refusal by the database itself (another change saved meanwhile) is shown as a form error too."""
+A refusal by the database itself (another change saved meanwhile) is shown as a form error too.
+
+Lab orders are read-only here: they are placed through the API (lab.services), and staff change them only
+by the list page's actions, each a service call: collect the specimens, cancel with a reason, verify the
+preliminary results (re-posted as final through lab.results, so the versions are kept). A refusal of a
+service is an error message, never a 500; every page showing an order's patient is audited
+(clinic.admin_audit)."""
 
 from __future__ import annotations
 
@@ -22,11 +28,31 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Prefetch, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
+from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_audit import PatientDataAuditMixin, staff_actor
+from clinic.admin_records import NoDeleteAdminMixin
+from clinic.errors import InvalidState
+from lab import results as lab_results
+from lab import services as lab_services
 from lab.loinc import loinc_problem
-from lab.models import Analyte, LabTest, RangeSex, ReferenceRange, TestKind, ValueType
+from lab.models import (
+    Analyte,
+    LabOrder,
+    LabOrderItem,
+    LabResult,
+    LabTest,
+    RangeSex,
+    ReferenceRange,
+    ResultStatus,
+    TestKind,
+    ValueType,
+)
 
 # A plausible UCUM unit: printable ASCII without spaces (g/dL, 10*3/uL, mg/dL, %, [iU]/L). Not a parser.
 UCUM_PATTERN = re.compile(r"^[!-~]+$")
@@ -286,3 +312,177 @@ class AnalyteAdmin(_SaveRefusalAsFormError):
     list_select_related = ["test"]
     search_fields = ["code", "name", "loinc_code", "test__code", "test__name"]
     ordering = ["test__code", "position", "code"]
+
+
+# --- Lab orders (read-only; changed by actions through the services) ----------------------------------------
+
+
+def _value(result: LabResult) -> str:
+    return str(result.value_quantity) if result.value_quantity is not None else result.value_text
+
+
+def _limits(result: LabResult) -> str:
+    low, high = result.reference_low, result.reference_high
+    if low is None and high is None:
+        return ""
+    return f"{'' if low is None else low}-{'' if high is None else high}"
+
+
+class LabOrderItemInline(admin.TabularInline):
+    """The order's items with the current version of each result (value, unit, flag, reference band,
+    status) and how many versions it has; read-only."""
+
+    model = LabOrderItem
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ("position", "test", "accession_number", "status", "current_results")
+    ordering = ["position", "id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LabOrderItem]:
+        versions = LabResult.objects.select_related("analyte").order_by("analyte__position", "analyte__code", "version")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("test")
+            .prefetch_related(Prefetch("results", queryset=versions))
+        )
+
+    @admin.display(description="current results")
+    def current_results(self, item: LabOrderItem) -> str:
+        if item.pk is None:
+            return ""
+        versions = list(item.results.all())  # prefetched, every version
+        current = [result for result in versions if result.current]
+        if not current:
+            return "—"
+        count: dict[Any, int] = {}
+        for result in versions:
+            count[result.analyte_id] = count.get(result.analyte_id, 0) + 1
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>v{} of {}</td></tr>",
+            (
+                (
+                    result.analyte.code if result.analyte is not None else "report",
+                    _value(result),
+                    result.unit,
+                    result.flag,
+                    _limits(result),
+                    result.status,
+                    result.version,
+                    count[result.analyte_id],
+                )
+                for result in current
+            ),
+        )
+        return format_html(
+            '<table class="lab-results"><thead><tr><th>analyte</th><th>value</th><th>unit</th><th>flag</th>'
+            "<th>reference</th><th>status</th><th>version</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _verify_preliminary(order: LabOrder, user: str) -> LabOrder:
+    """Re-post every current preliminary result of the order as final (a new version each; lab.results
+    keeps the preliminary one and moves the item and order statuses)."""
+    preliminary = list(
+        LabResult.objects.filter(item__order=order, current=True, status=ResultStatus.PRELIMINARY)
+        .select_related("item__test", "analyte")
+        .order_by("item__position", "analyte__position", "analyte__code")
+    )
+    if not preliminary:
+        raise InvalidState("There is no preliminary result to verify.", current_status=order.status)
+    return lab_results.lab_results_record(
+        order=order,
+        results=[
+            lab_results.ResultInput(
+                test=result.item.test.code,
+                analyte=result.analyte.code if result.analyte is not None else None,
+                value=_value(result),
+                unit=None,
+                note=result.note,
+            )
+            for result in preliminary
+        ],
+        performed_at=timezone.now(),
+        performer=user,
+        status=ResultStatus.FINAL,
+        recorded_by=user,
+    )
+
+
+@admin.register(LabOrder)
+class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+    """Read-only: orders are placed through the API; staff collect, cancel and verify with the actions."""
+
+    list_display = ["order_number", "ordered_on", "branch", "patient", "priority", "status"]
+    list_filter = ["status", "priority", "branch"]
+    list_select_related = ["branch", "patient"]
+    search_fields = [
+        "order_number",
+        "items__accession_number",
+        "patient__patient_id",
+        "patient__first_name",
+        "patient__last_name",
+    ]
+    show_full_result_count = False
+    fields = readonly_fields = (
+        *("order_number", "branch", "patient", "doctor", "appointment", "priority", "status", "clinical_notes"),
+        *("invoice", "ordered_by", "created_at", "collected_at", "cancelled_at", "cancellation_reason"),
+    )
+    inlines = [LabOrderItemInline]
+    actions = ["collect", "cancel", "verify_preliminary"]
+
+    @admin.display(description="date", ordering="created_at")
+    def ordered_on(self, order: LabOrder) -> Any:
+        return timezone.localtime(order.created_at, order.branch.zone).date()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # placed through the API (lab.services.lab_order_create) only
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The order's page is read-only; the list page's actions (change permission) go through the services.
+        return obj is None and super().has_change_permission(request, obj)
+
+    def _apply(self, request: HttpRequest, queryset: QuerySet[LabOrder], change: Any) -> None:
+        apply_to_each(self, request, queryset.select_related("branch", "patient").order_by("created_at", "id"), change)
+
+    @admin.action(description="Collect the specimens of the selected orders", permissions=["change"])
+    def collect(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> None:
+        self._apply(request, queryset, lambda order: lab_services.lab_order_collect(order=order))
+
+    @admin.action(
+        description="Cancel the selected orders (only before a specimen is collected)", permissions=["change"]
+    )
+    def cancel(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> HttpResponse | None:
+        reason = reason_confirmation(
+            self,
+            request,
+            queryset.select_related("patient"),
+            action="cancel",
+            title="Cancel lab orders",
+            intro="Cancel these lab orders? Only orders with nothing collected yet can be cancelled; the order "
+            "and accession numbers are never reused.",
+            submit_label="Cancel orders",
+            describe=lambda o: f"{o} — {o.patient} ({o.get_status_display()})",
+        )
+        if not isinstance(reason, str):
+            return reason
+        self._apply(request, queryset, lambda order: lab_services.lab_order_cancel(order=order, reason=reason))
+        return None
+
+    @admin.action(
+        description="Verify the preliminary results of the selected orders (as final)", permissions=["change"]
+    )
+    def verify_preliminary(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> None:
+        user = staff_actor(request)
+        self._apply(request, queryset, lambda order: _verify_preliminary(order, user))

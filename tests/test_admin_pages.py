@@ -202,6 +202,23 @@ def _notification_row() -> None:
     )
 
 
+def _lab_order_row() -> None:
+    from lab.models import Priority
+    from lab.services import lab_order_create
+    from tests.lab.order_factories import LabTestFactory
+
+    branch = BranchFactory()
+    doctor = DoctorFactory(branches=[branch])
+    lab_order_create(
+        branch=branch,
+        patient=PatientFactory(registration_branch=branch),
+        doctor=doctor,
+        tests=[LabTestFactory(code="CBC")],
+        priority=Priority.ROUTINE,
+        ordered_by="test",
+    )
+
+
 ROWS: dict[str, Callable[[], Any]] = {
     "patients/patient": PatientFactory,
     "patients/visit": VisitFactory,
@@ -220,6 +237,7 @@ ROWS: dict[str, Callable[[], Any]] = {
     "integrations/webhookdelivery": _delivery_row,
     "integrations/webhookevent": _delivery_row,
     "integrations/notificationattempt": _notification_row,
+    "lab/laborder": _lab_order_row,
 }
 
 

@@ -49,6 +49,7 @@ EVENT_KINDS: tuple[EventKind, ...] = (
         label="results final",
         description="Every item of an order has its final results (lab) or final report (imaging).",
         payload=(_ORDER,),
+        notification_label="when lab or imaging results are ready",
     ),
     EventKind(
         LAB_RESULT_AMENDED,

@@ -24,7 +24,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
-from lab import events, interpretation, locks
+from lab import events, interpretation, locks, notifications
 from lab.models import (
     Analyte,
     Flag,
@@ -229,4 +229,5 @@ def lab_results_record(
         events.lab_order_publish(events.LAB_RESULT_AMENDED, order)
     elif order.status == OrderStatus.FINAL and not was_final:
         events.lab_order_publish(events.LAB_RESULT_FINALIZED, order)
+        notifications.results_ready_schedule(order)
     return order

@@ -80,6 +80,7 @@ def test_the_appointment_kinds_are_registered_by_the_appointments_app_in_order()
         ("appointment.booked", "when an appointment is booked"),
         ("appointment.rescheduled", "when an appointment is rescheduled"),
         ("appointment.cancelled", "when an appointment is cancelled"),
+        ("lab_result.finalized", "when lab or imaging results are ready"),
     ]
 
 
@@ -214,6 +215,7 @@ def test_the_notification_settings_form_offers_the_notifying_kinds_with_their_la
         ("appointment.booked", "when an appointment is booked"),
         ("appointment.rescheduled", "when an appointment is rescheduled"),
         ("appointment.cancelled", "when an appointment is cancelled"),
+        ("lab_result.finalized", "when lab or imaging results are ready"),
     ]
 
 
@@ -229,6 +231,7 @@ def test_the_notification_settings_page_shows_the_notifying_kinds_and_which_are_
         ("appointment.booked", "when an appointment is booked"),
         ("appointment.rescheduled", "when an appointment is rescheduled"),
         ("appointment.cancelled", "when an appointment is cancelled"),
+        ("lab_result.finalized", "when lab or imaging results are ready"),
     ]
     checked = re.findall(r'name="event_kinds" value="([^"]+)"[^>]*checked', page)
     assert checked == ["appointment.cancelled"]
@@ -240,6 +243,7 @@ def test_new_notification_settings_notify_on_every_notifying_kind():
         "appointment.booked",
         "appointment.rescheduled",
         "appointment.cancelled",
+        "lab_result.finalized",
     ]
 
 
@@ -247,7 +251,11 @@ def test_new_notification_settings_notify_on_every_notifying_kind():
 def test_notification_channels_follow_the_registry_and_the_settings_for_any_domain(widget_registered, staff):
     branch = BranchFactory()
     config = NotificationSettings.load()
-    assert config.event_kinds == [*ALL_KINDS[:3], "widget.made"]  # the default: every kind that may notify
+    assert config.event_kinds == [
+        *ALL_KINDS[:3],
+        "lab_result.finalized",
+        "widget.made",
+    ]  # the default: every kind that may notify
     config.sms_enabled = True
     config.event_kinds = ALL_KINDS[:3]
     config.save()

@@ -410,6 +410,12 @@ CASES: dict[str, Case] = {
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
     ),
+    "lab_orders_pdf": Case(
+        lambda of, w: Call("GET", f"/api/v1/lab/orders/{_lab_order(of('id')).id}.pdf"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
     "lab_orders_collect": Case(
         lambda of, w: Call("POST", f"/api/v1/lab/orders/{_lab_order(of('id')).id}/collect"),
         200,

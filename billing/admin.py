@@ -40,7 +40,7 @@ from billing.models import (
 from billing.pdf import RenderError, pdf_response
 from clinic.admin_actions import apply_to_each, reason_confirmation
 from clinic.admin_audit import Clock, PatientDataAuditMixin, write_admin_audit
-from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin
+from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin, ReadOnlyAdminMixin
 from clinic.errors import DomainError, FieldError
 
 logger = logging.getLogger("billing.admin")
@@ -674,7 +674,7 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Payment)
-class PaymentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+class PaymentAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: payments are recorded on their invoice and never changed or deleted."""
 
     list_display = ["payment_date", "invoice", "amount", "payment_mode", "reference", "recorded_at", "recorded_by"]
@@ -687,33 +687,18 @@ class PaymentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     def patient_ids_of(self, obj: Payment) -> list[Any]:
         return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(InvoiceNumberCounter)
-class InvoiceNumberCounterAdmin(admin.ModelAdmin):
-    """Read-only: the last number each branch issued per financial year."""
+class NumberCounterAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Read-only: the last number each branch issued per financial year, in one series."""
 
     list_display = ["branch", "financial_year", "last_number"]
     list_filter = ["financial_year"]
     list_select_related = ["branch"]
     search_fields = ["branch__code", "branch__name"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+admin.site.register(InvoiceNumberCounter, NumberCounterAdmin)
+admin.site.register(CreditNoteNumberCounter, NumberCounterAdmin)
 
 
 class CreditNoteLineInline(admin.TabularInline):
@@ -736,7 +721,7 @@ class CreditNoteLineInline(admin.TabularInline):
 
 
 @admin.register(CreditNote)
-class CreditNoteAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+class CreditNoteAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: credit notes are issued on their invoice ("Issue credit note") and never changed."""
 
     list_display = ["credit_note_number", "date", "invoice", "patient", "total", "reason", "created_by", "pdf"]
@@ -786,18 +771,9 @@ class CreditNoteAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmi
         back = reverse("admin:billing_creditnote_change", args=[credit_note.pk])
         return _pdf_or_message(self, request, document, invoice, back)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(Refund)
-class RefundAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+class RefundAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: refunds are recorded on their invoice and never changed or deleted."""
 
     list_display = ["refund_date", "invoice", "amount", "payment_mode", "reference", "recorded_at", "recorded_by"]
@@ -809,31 +785,3 @@ class RefundAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
 
     def patient_ids_of(self, obj: Refund) -> list[Any]:
         return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(CreditNoteNumberCounter)
-class CreditNoteNumberCounterAdmin(admin.ModelAdmin):
-    """Read-only: the last credit note number each branch issued per financial year."""
-
-    list_display = ["branch", "financial_year", "last_number"]
-    list_filter = ["financial_year"]
-    list_select_related = ["branch"]
-    search_fields = ["branch__code", "branch__name"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -28,6 +28,20 @@ def staff_actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
 
 
+class ReadOnlyAdminMixin:
+    """An admin or inline whose rows are written elsewhere (a service, a trigger): shown, never added, changed
+    or deleted from the admin."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class NoDeleteAdminMixin:
     """A ModelAdmin of records that are never deleted: the delete page is a 403 and there is no
     "delete selected" action (the database refuses the delete anyway)."""

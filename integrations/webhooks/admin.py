@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from clinic.admin_audit import PatientDataAuditMixin, patient_ids_in_payload
+from clinic.admin_records import ReadOnlyAdminMixin
 from clinic.api.context import request_context
 from integrations.webhooks.models import (
     WebhookAttempt,
@@ -244,17 +245,6 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
         for subscription in queryset:
             subscription_set_active(subscription=subscription, active=False, reason=f"Disabled by {request.user}.")
         self.message_user(request, f"Disabled {len(queryset)} subscription(s); their pending deliveries will fail.")
-
-
-class ReadOnlyAdminMixin:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class WebhookAttemptInline(ReadOnlyAdminMixin, admin.TabularInline):

@@ -601,35 +601,35 @@ class RefundRollup(RollupRow):
         return f"{self.branch_id} {self.period} {self.period_start}: {self.amount} refunded"
 
 
-class InvoiceNumberCounter(models.Model):
-    """The last invoice number issued by a branch in a financial year (billing.numbering)."""
+class NumberCounter(models.Model):
+    """The last number a branch issued in a financial year, in one series (billing.numbering takes the next
+    with clinic.db.counter_next)."""
 
     id = models.BigAutoField(primary_key=True)
     branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
     financial_year = models.CharField(max_length=7, help_text="e.g. 2026-27")
     last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.financial_year}: {self.last_number}"
+
+
+class InvoiceNumberCounter(NumberCounter):
+    """The invoice number series."""
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["branch", "financial_year"], name="invoice_counter_per_branch_year")
         ]
 
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.financial_year}: {self.last_number}"
 
-
-class CreditNoteNumberCounter(models.Model):
-    """The last credit note number issued by a branch in a financial year (billing.numbering)."""
-
-    id = models.BigAutoField(primary_key=True)
-    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
-    financial_year = models.CharField(max_length=7, help_text="e.g. 2026-27")
-    last_number = models.PositiveIntegerField(default=0)
+class CreditNoteNumberCounter(NumberCounter):
+    """The credit note number series."""
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["branch", "financial_year"], name="creditnote_counter_per_branch_year")
         ]
-
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.financial_year}: {self.last_number}"

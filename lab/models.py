@@ -325,31 +325,31 @@ class LabResult(models.Model):
         return f"{self.analyte or 'report'} v{self.version}: {value} {self.unit}".strip()
 
 
-class LabOrderCounter(models.Model):
-    """The last order number issued by a branch in a calendar year."""
+class BranchYearCounter(models.Model):
+    """The last number a branch issued in a calendar year, in one series (lab.numbering takes the next with
+    clinic.db.counter_next)."""
 
     id = models.BigAutoField(primary_key=True)
     branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
     year = models.PositiveSmallIntegerField()
     last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.year}: {self.last_number}"
+
+
+class LabOrderCounter(BranchYearCounter):
+    """The order number series."""
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["branch", "year"], name="laborder_counter_per_branch_year")]
 
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.year}: {self.last_number}"
 
-
-class AccessionCounter(models.Model):
-    """The last accession number issued by a branch in a calendar year (one per order item)."""
-
-    id = models.BigAutoField(primary_key=True)
-    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
-    year = models.PositiveSmallIntegerField()
-    last_number = models.PositiveIntegerField(default=0)
+class AccessionCounter(BranchYearCounter):
+    """The accession number series (one per order item)."""
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["branch", "year"], name="accession_counter_per_branch_year")]
-
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.year}: {self.last_number}"

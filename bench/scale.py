@@ -39,7 +39,7 @@ from typing import Any
 from harness import RESULTS, ROOT, bench_client, gunicorn, manage, prepare, token
 
 LUA = Path(__file__).with_name("requests.lua")
-SCOPES = "patients:read appointments:read appointments:write billing:read billing:write"
+SCOPES = "patients:read appointments:read appointments:write billing:read billing:write lab:read lab:write"
 
 # (scenario, metric, limit, description); metric: p95 at concurrency 1, or throughput at concurrency 16.
 TARGETS: list[tuple[str, str, float, str]] = [
@@ -63,6 +63,10 @@ TARGETS: list[tuple[str, str, float, str]] = [
     ("summary_all_year", "c1_p95", 23.96, "p95 <= 23.96 ms (before credit notes)"),
     ("credit_note", "c1_p95", 40, "p95 <= 40 ms"),
     ("invoice_pdf", "c1_p95", 150, "p95 <= 150 ms"),
+    # Laboratory (issue 16), over about 1.5 M orders and 10 M results.
+    ("lab_order_list", "c1_p95", 50, "p95 <= 50 ms"),
+    ("lab_order_detail", "c1_p95", 30, "p95 <= 30 ms"),
+    ("lab_results", "c1_p95", 60, "p95 <= 60 ms"),
 ]
 # The summary's p95 at concurrency 1 on this machine before credit notes and refunds (bench/results/scale.md
 # at commit a3457c5, 2026-11-22): what it must stay within.
@@ -372,6 +376,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from scale_lab import lab_scenarios
     from scale_limit import capture, replay
     from scale_workload import build
     from search_quality import measure as quality_measure
@@ -397,6 +402,17 @@ def main() -> int:
                 pool=args.pool,
                 write_pool=args.write_pool,
             )
+            if not only or any(name.startswith("lab_") for name in only):
+                today = conn.execute("SELECT (now() AT TIME ZONE 'Asia/Kolkata')::date").fetchone()[0]  # type: ignore[index]
+                scenarios += lab_scenarios(
+                    conn,
+                    base=base,
+                    bearer=(("Authorization", f"Bearer {bearer}"),),
+                    seed=args.seed,
+                    pool=args.pool,
+                    write_pool=args.write_pool,
+                    today=today,
+                )
             if args.quality and (not only or "quality" in only):
                 print("search quality", flush=True)
                 quality = quality_measure(base, bearer, query_set(conn, seed=args.seed, per_kind=args.quality))

@@ -45,6 +45,12 @@ SELECT md5(string_agg(part, '|' ORDER BY part)) FROM (
   UNION ALL
   SELECT 'r' || string_agg(concat_ws(',', id, invoice_id, amount, reference, refund_date), ';' ORDER BY id)
     FROM billing_refund
+  UNION ALL
+  SELECT 'o' || string_agg(concat_ws(',', id, order_number, status, patient_id, created_at), ';' ORDER BY id)
+    FROM lab_laborder
+  UNION ALL
+  SELECT 'v' || string_agg(concat_ws(',', id, item_id, version, value_quantity, value_text, flag), ';' ORDER BY id)
+    FROM lab_labresult
 ) parts(part)
 """
 

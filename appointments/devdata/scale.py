@@ -27,6 +27,26 @@ VISIT_TYPES = [(t.value, t.label) for t in Appointment.VisitType]
 VISIT_TYPE_WEIGHTS = [70, 20, 5, 4, 1]
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedAppointment:
+    """What later generators (lab orders) need of a completed appointment."""
+
+    id: Any
+    patient: int  # index into Patients
+    doctor: int  # index into Organisation.doctors
+    branch: int  # index into Organisation.branches
+    checked_in: datetime
+    completed: datetime
+
+
+@dataclass
+class Scheduled:
+    appointments: int
+    visits: int
+    heavy_patients: int
+    completed: list[CompletedAppointment]
+
+
 @dataclass
 class _Booking:
     doctor: int
@@ -72,7 +92,7 @@ def generate_appointments(
     today: date,
     last_day: date,
     timings: Timings,
-) -> dict[str, int]:
+) -> Scheduled:
     """About `count` appointments of random patients over [first_day, last_day], plus 500+ completed ones
     for each of 0.1 % of the patients (the earliest registered: the long histories)."""
     doctors = organisation.doctors
@@ -135,6 +155,7 @@ def generate_appointments(
     visits: list[tuple[Any, ...]] = []
     appointments: list[tuple[Any, ...]] = []
     changes: list[tuple[Any, ...]] = []
+    completed_appointments: list[CompletedAppointment] = []
     for (d, day), group in sorted(days.items()):
         doctor = doctors[d]
         local = first_day + timedelta(days=day)
@@ -163,6 +184,9 @@ def generate_appointments(
                      completed, completed)
                 )  # fmt: skip
                 history += [("checked_in", checked_in, ""), ("completed", completed, "")]
+                completed_appointments.append(
+                    CompletedAppointment(appointment_id, booking.patient, d, booking.branch, checked_in, completed)
+                )
                 version, updated = 3, completed
             elif booking.status == "cancelled":
                 cancelled = created + (start - created) * rng.random()
@@ -206,4 +230,4 @@ def generate_appointments(
         (doctors[d].id, first_day + timedelta(days=day), len(group)) for (d, day), group in sorted(days.items())
     )
     copy_rows("appointments_tokencounter", ["doctor_id", "local_date", "last_number"], counters, timings=timings)
-    return {"appointments": len(appointments), "visits": len(visits), "heavy_patients": heavy}
+    return Scheduled(len(appointments), len(visits), heavy, completed_appointments)

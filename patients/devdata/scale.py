@@ -39,12 +39,15 @@ PHONE_MULTIPLIER = 387_420_489
 
 @dataclass
 class Patients:
-    """What later generators need of each patient, by index: id, state, home branch, registration day."""
+    """What later generators need of each patient, by index: id, state, home branch, registration day, and
+    the gender and birth date that lab results are flagged by."""
 
     ids: list[Any] = field(default_factory=list)
     states: list[str] = field(default_factory=list)
     branch_indexes: list[int] = field(default_factory=list)
     registered_days: list[date] = field(default_factory=list)
+    genders: list[str] = field(default_factory=list)
+    birth_dates: list[date] = field(default_factory=list)
 
 
 def scale_patients_generate(
@@ -102,6 +105,8 @@ def scale_patients_generate(
             result.states.append(state)
             result.branch_indexes.append(branch_index)
             result.registered_days.append(registered.date() + timedelta(days=1))
+            result.genders.append(gender)
+            result.birth_dates.append(birth)
             yield (
                 patient_id, format_patient_id(number), first, last, f"{first} {last}".lower(), birth, gender,
                 phone, phone[1:][::-1], email,

@@ -1,6 +1,7 @@
 """python manage.py generate_scale_data --patients N --invoices M [--seed S] [--doctors 300] [--branches 20]
 [--appointments A] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7), with
-credit notes and refunds on about 2 % of the invoices (CONTRACT section 13).
+credit notes and refunds on about 2 % of the invoices (CONTRACT section 13), and lab orders with their results
+(about 1.2 per completed appointment; issue 16).
 
 Into an empty database only: numbering (patient ids, invoice numbers, tokens) starts at 1, which is what
 makes the output identical for a seed. Every constraint and trigger stays enabled during the load.
@@ -22,6 +23,7 @@ from appointments.devdata.scale import generate_appointments, generate_sessions
 from billing.devdata.scale import generate_catalogue, generate_invoices
 from clinic.devdata.scale import Timings, generate_organisation
 from clinic.models import Branch
+from lab.devdata.scale import generate_lab_catalogue, generate_lab_orders
 from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
 
@@ -30,7 +32,8 @@ FUTURE_DAYS = 30
 ANALYZED = [
     "patients_patient", "patients_patientname", "patients_visit", "appointments_appointment",
     "appointments_appointmentchange", "appointments_tokencounter", "billing_invoice", "billing_lineitem",
-    "billing_payment", "billing_creditnote", "billing_creditnoteline", "billing_refund",
+    "billing_payment", "billing_creditnote", "billing_creditnoteline", "billing_refund", "lab_laborder",
+    "lab_laborderitem", "lab_labresult",
 ]  # fmt: skip
 
 
@@ -99,6 +102,20 @@ class Command(BaseCommand):
             timings=timings,
         )
         timings.other["catalogue and invoices, all phases"] = time.perf_counter() - phase
+        phase = time.perf_counter()
+        # A generator of its own, so the other apps' rows are the same for a seed with or without lab rows.
+        lab_rng = random.Random(f"lab-{options['seed']}")  # noqa: S311 - reproducible test data
+        catalogue = generate_lab_catalogue(lab_rng, moment=moment, timings=timings)
+        lab = generate_lab_orders(
+            lab_rng,
+            organisation=organisation,
+            patients=people,
+            completed=scheduled.completed,
+            catalogue=catalogue,
+            today=today,
+            timings=timings,
+        )
+        timings.other["lab orders, all phases"] = time.perf_counter() - phase
         analyze_started = time.perf_counter()
         with connection.cursor() as cursor:
             for table in ANALYZED:
@@ -108,7 +125,8 @@ class Command(BaseCommand):
         for line in timings.report():
             self.stdout.write(line)
         self.stdout.write(
-            f"{patients} patients ({scheduled['heavy_patients']} with {scheduled['visits'] and '500+'} visits), "
-            f"{scheduled['appointments']} appointments, {invoices} invoices ({billing['credit_notes']} credit notes, "
-            f"{billing['refunds']} refunds), from {first_day} to {last_day}."
+            f"{patients} patients ({scheduled.heavy_patients} with {scheduled.visits and '500+'} visits), "
+            f"{scheduled.appointments} appointments, {invoices} invoices ({billing['credit_notes']} credit notes, "
+            f"{billing['refunds']} refunds), {lab['orders']} lab orders ({lab['results']} results, {lab['cancelled']} "
+            f"cancelled, {lab['amended']} amended), from {first_day} to {last_day}."
         )

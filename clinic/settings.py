@@ -142,7 +142,10 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgresql://...).")
 DATABASES["default"].setdefault("OPTIONS", {})
-DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", default="test_clinic")}
+# test_<database>: two checkouts testing against two databases of one server never share a test database.
+DATABASES["default"]["TEST"] = {
+    "NAME": env_str("TEST_DATABASE_NAME", default=f"test_{DATABASES['default']['NAME'] or 'clinic'}")
+}
 
 # --- Redis: cache, Celery broker, rate limits -------------------------------------------------------
 

@@ -185,3 +185,32 @@ def test_a_malformed_variable_stops_the_process_naming_it(name, value):
 
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {name} " in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/clinic"}, "test_clinic"),
+        ({"DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/clinic_pharmacy"}, "test_clinic_pharmacy"),
+        ({"DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/clinic_b", "TEST_DATABASE_NAME": "mine"}, "mine"),
+    ],
+)
+def test_the_test_database_is_named_after_the_configured_database_unless_named(env, expected):
+    """Two checkouts testing against two databases of one server must never share (and drop) a test database."""
+    base = {"PATH": os.environ["PATH"], "ENV_FILE": "/nonexistent", "DEBUG": "true", **env}
+    result = subprocess.run(  # noqa: S603 - fixed arguments
+        [
+            sys.executable,
+            "-c",
+            SETUP + "; from django.conf import settings; print(settings.DATABASES['default']['TEST']['NAME'])",
+        ],
+        env=base,
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import Cast
@@ -131,9 +131,18 @@ def lab_order_list(
         items = LabOrderItem.objects.filter(order=OuterRef("pk"), test__code=test)
         orders = orders.filter(Exists(items))
     if date_from is not None or date_to is not None:
+        # The exact test is on the branch-local date; UTC bounds a day wider on each side (every zone is within
+        # UTC-12..UTC+14) let PostgreSQL range-scan the created_at indexes instead of computing the local date
+        # of every order of the branch.
         orders = orders.alias(local_date=_local_created_date())
         if date_from is not None:
             orders = orders.filter(local_date__gte=date_from)
+            if date_from > date.min:
+                earliest = datetime.combine(date_from - timedelta(days=1), time.min, tzinfo=UTC)
+                orders = orders.filter(created_at__gte=earliest)
         if date_to is not None:
             orders = orders.filter(local_date__lte=date_to)
+            if date_to < date.max - timedelta(days=1):
+                latest = datetime.combine(date_to + timedelta(days=2), time.min, tzinfo=UTC)
+                orders = orders.filter(created_at__lt=latest)
     return _with_detail(orders).order_by("-created_at", "id")

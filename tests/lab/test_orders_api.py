@@ -3,7 +3,7 @@ numbering, billing on the draft invoice, refusals that write nothing, states, br
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -497,3 +497,23 @@ def test_the_detail_shows_current_results_with_their_earlier_versions(lab: LabWo
     assert (shown["current"]["result_id"], shown["current"]["version"]) == (str(second.id), 2)
     assert (shown["current"]["flag"], shown["current"]["reason"]) == ("N", "Sample mislabelled")
     assert [(v["result_id"], v["version"], v["status"]) for v in shown["history"]] == [(str(first.id), 1, "final")]
+
+
+def test_date_filters_use_the_branch_local_day_at_its_edges_and_accept_the_extreme_dates(lab: LabWorld) -> None:
+    late, early = lab.order([lab.cbc]), lab.order([lab.xray])
+    # 23:30 on 10 March in Bengaluru is 18:00 UTC that day; 00:30 on 11 March is 19:00 UTC on 10 March.
+    LabOrder.objects.filter(pk=late.pk).update(created_at=datetime(2026, 3, 10, 18, 0, tzinfo=UTC))
+    LabOrder.objects.filter(pk=early.pk).update(created_at=datetime(2026, 3, 10, 19, 0, tzinfo=UTC))
+
+    def numbers(**params: Any) -> list[str]:
+        response = get(Client(), lab.reader, ORDERS, params)
+        assert response.status_code == 200, response.content
+        return [o["order_number"] for o in response.json()]
+
+    assert numbers(date_from="2026-03-10", date_to="2026-03-10") == [late.order_number]
+    assert numbers(date_from="2026-03-11", date_to="2026-03-11") == [early.order_number]
+    assert numbers(date_to="2026-03-10") == [late.order_number]
+    assert numbers(date_from="2026-03-11", date_to="2026-03-12") == [early.order_number]
+    assert numbers(date_from="0001-01-01", date_to="9999-12-31") == [early.order_number, late.order_number]
+    assert numbers(date_from="9999-12-31") == []
+    assert numbers(date_to="0001-01-01") == []

@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
@@ -59,6 +58,7 @@ class _Checked:
     analyte: Analyte | None
     parsed: interpretation.ParsedValue
     note: str
+    earlier: LabResult | None  # the current version this one supersedes
 
 
 def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
@@ -74,7 +74,9 @@ def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list
     items = {item.test.code: item for item in order.items.select_related("test")}
     analytes = {
         (analyte.test_id, analyte.code): analyte
-        for analyte in Analyte.objects.filter(test_id__in=[item.test_id for item in items.values()])
+        for analyte in Analyte.objects.filter(test_id__in=[item.test_id for item in items.values()]).prefetch_related(
+            "ranges"
+        )
     }
     current = {
         (result.item_id, result.analyte_id): result
@@ -130,7 +132,9 @@ def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list
         except interpretation.ResultValueError as exc:
             errors[f"{field}.{exc.field}"] = exc.message
             continue
-        checked.append(_Checked(item=item, analyte=analyte, parsed=parsed, note=posted.note.strip()[:1000]))
+        checked.append(
+            _Checked(item=item, analyte=analyte, parsed=parsed, note=posted.note.strip()[:1000], earlier=earlier)
+        )
     if errors:
         raise FieldError(errors)
     return checked
@@ -188,31 +192,37 @@ def lab_results_record(
     sex = order.patient.gender
     age_days = _collection_age_days(order, performed_at)
     critical = False
+    versions = []
     for entry in checked:
         analyte = entry.analyte
         ranges = list(analyte.ranges.all()) if analyte is not None else []
         meaning = interpretation.interpretation_for(analyte, entry.parsed, ranges=ranges, sex=sex, age_days=age_days)
         critical = critical or meaning.flag in (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
-        versions = LabResult.objects.filter(item=entry.item, analyte=analyte)
-        last = versions.aggregate(last=Max("version"))["last"] or 0
-        versions.filter(current=True).update(current=False)
-        LabResult.objects.create(
-            item=entry.item,
-            analyte=analyte,
-            version=last + 1,
-            status=status,
-            value_quantity=entry.parsed.quantity,
-            value_text=entry.parsed.text,
-            unit=entry.parsed.unit,
-            flag=meaning.flag,
-            reference_low=meaning.reference_low,
-            reference_high=meaning.reference_high,
-            note=entry.note,
-            reason=reason[:500] if status == ResultStatus.AMENDED else "",
-            performed_at=performed_at,
-            performer=performer[:200],
-            recorded_by=recorded_by[:200],
+        versions.append(
+            LabResult(
+                item=entry.item,
+                analyte=analyte,
+                # The current version is always the latest (every version is current when written), and the
+                # order's lock keeps it so until this transaction ends.
+                version=entry.earlier.version + 1 if entry.earlier is not None else 1,
+                status=status,
+                value_quantity=entry.parsed.quantity,
+                value_text=entry.parsed.text,
+                unit=entry.parsed.unit,
+                flag=meaning.flag,
+                reference_low=meaning.reference_low,
+                reference_high=meaning.reference_high,
+                note=entry.note,
+                reason=reason[:500] if status == ResultStatus.AMENDED else "",
+                performed_at=performed_at,
+                performer=performer[:200],
+                recorded_by=recorded_by[:200],
+            )
         )
+    superseded = [entry.earlier.pk for entry in checked if entry.earlier is not None]
+    if superseded:
+        LabResult.objects.filter(pk__in=superseded).update(current=False)
+    LabResult.objects.bulk_create(versions)
     for item in {entry.item.id: entry.item for entry in checked}.values():
         item.status = _item_status(item)
         item.save(update_fields=["status"])

@@ -9,6 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from integrations.webhooks.models import WebhookEvent
@@ -365,3 +367,24 @@ def test_an_unknown_status_over_a_final_result_is_a_400_not_a_409(client, world)
     response = post(client, world, [{"test": "CBC", "analyte": "HGB", "value": "14"}], status="verified")
 
     assert error_fields(response) == ["status"]
+
+
+def _statements(call: Any) -> tuple[int, Any]:
+    with CaptureQueriesContext(connection) as queries:
+        response = call()
+    return len(queries), response
+
+
+def test_posting_results_takes_a_fixed_number_of_statements_however_many_results(client, world):
+    """Pinned: authentication, the order's lock and reads, one INSERT for all new versions, the statuses, the
+    audit row; a post of 10 results costs what a post of 2 does."""
+    few, response = _statements(lambda: post(client, world, CBC_NORMAL, status="preliminary"))
+    assert response.status_code == 201, response.content
+    for position in range(2, 10):
+        AnalyteFactory(test=world["cbc"], code=f"X{position}", unit="g/dL", position=position)
+    ten = [*CBC_NORMAL, *({"test": "CBC", "analyte": f"X{p}", "value": p} for p in range(2, 10))]
+    many, response = _statements(lambda: post(client, world, ten, status="preliminary"))
+    assert response.status_code == 201, response.content
+    assert len(results_of(body(response), "CBC")) == 10
+
+    assert (few, many) == (23, 24)  # the second also supersedes HGB's and PLT's preliminary versions

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -92,7 +92,8 @@ def lab_scenarios(
             for test, values in RESULT_VALUES.items()
             for analyte, value in values.items()
         ],
-        "performed_at": f"{today - timedelta(days=1)}T10:30:00+05:30",
+        # After the orders were placed (the service refuses a result from before its order) and not ahead.
+        "performed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "performer": "Bench analyser",
         "status": "preliminary",
     }

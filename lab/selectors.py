@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import Cast
@@ -108,7 +109,7 @@ def lab_order_list(
     *,
     client: ApiClient,
     patient: Patient | None = None,
-    branch_id: uuid.UUID | None = None,
+    branch: Branch | None = None,
     status: str | None = None,
     test: str | None = None,
     date_from: date | None = None,
@@ -121,8 +122,8 @@ def lab_order_list(
     orders = visible_lab_orders(client)
     if patient is not None:
         orders = orders.filter(patient=patient)
-    if branch_id is not None:
-        orders = orders.filter(branch_id=branch_id)
+    if branch is not None:
+        orders = orders.filter(branch=branch)
     if status is not None:
         orders = orders.filter(status=status)
     if priority is not None:
@@ -130,19 +131,41 @@ def lab_order_list(
     if test is not None:
         items = LabOrderItem.objects.filter(order=OuterRef("pk"), test__code=test)
         orders = orders.filter(Exists(items))
-    if date_from is not None or date_to is not None:
-        # The exact test is on the branch-local date; UTC bounds a day wider on each side (every zone is within
-        # UTC-12..UTC+14) let PostgreSQL range-scan the created_at indexes instead of computing the local date
-        # of every order of the branch.
-        orders = orders.alias(local_date=_local_created_date())
-        if date_from is not None:
-            orders = orders.filter(local_date__gte=date_from)
-            if date_from > date.min:
-                earliest = datetime.combine(date_from - timedelta(days=1), time.min, tzinfo=UTC)
-                orders = orders.filter(created_at__gte=earliest)
-        if date_to is not None:
-            orders = orders.filter(local_date__lte=date_to)
-            if date_to < date.max - timedelta(days=1):
-                latest = datetime.combine(date_to + timedelta(days=2), time.min, tzinfo=UTC)
-                orders = orders.filter(created_at__lt=latest)
+    if branch is not None:
+        orders = _created_on_local_days(orders, zone=branch.zone, date_from=date_from, date_to=date_to)
+    elif date_from is not None or date_to is not None:
+        orders = _created_on_local_days_anywhere(orders, date_from=date_from, date_to=date_to)
     return _with_detail(orders).order_by("-created_at", "id")
+
+
+def _created_on_local_days(
+    orders: QuerySet[LabOrder], *, zone: ZoneInfo, date_from: date | None, date_to: date | None
+) -> QuerySet[LabOrder]:
+    """Orders of one branch created in [date_from, date_to] at that branch: the local days' bounds in UTC, so
+    PostgreSQL range-scans (and counts from) the (branch, created_at) index without reading the branch's zone
+    for every row."""
+    if date_from is not None and date_from > date.min:
+        orders = orders.filter(created_at__gte=datetime.combine(date_from, time.min, tzinfo=zone))
+    if date_to is not None and date_to < date.max:
+        orders = orders.filter(created_at__lt=datetime.combine(date_to + timedelta(days=1), time.min, tzinfo=zone))
+    return orders
+
+
+def _created_on_local_days_anywhere(
+    orders: QuerySet[LabOrder], *, date_from: date | None, date_to: date | None
+) -> QuerySet[LabOrder]:
+    """Orders of any branch created in [date_from, date_to] at their own branch: the exact test is on the
+    branch-local date; UTC bounds a day wider on each side (every zone is within UTC-12..UTC+14) let
+    PostgreSQL range-scan the created_at indexes instead of computing the local date of every order."""
+    orders = orders.alias(local_date=_local_created_date())
+    if date_from is not None:
+        orders = orders.filter(local_date__gte=date_from)
+        if date_from > date.min:
+            orders = orders.filter(
+                created_at__gte=datetime.combine(date_from - timedelta(days=1), time.min, tzinfo=UTC)
+            )
+    if date_to is not None:
+        orders = orders.filter(local_date__lte=date_to)
+        if date_to < date.max - timedelta(days=1):
+            orders = orders.filter(created_at__lt=datetime.combine(date_to + timedelta(days=2), time.min, tzinfo=UTC))
+    return orders

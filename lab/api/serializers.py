@@ -124,8 +124,8 @@ class LabOrderListParams(serializers.Serializer):
     def validate_patient_id(self, value: str) -> Patient:
         return _patient(self, value)
 
-    def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return _branch(self, value).id
+    def validate_branch_id(self, value: uuid.UUID) -> Branch:
+        return _branch(self, value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

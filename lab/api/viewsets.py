@@ -71,7 +71,9 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         patient = filters.pop("patient_id", None)
         if patient is not None:
             self.audit_patients([patient.id])
-        page = pagination.paginate(selectors.lab_order_list(client=self.api_client, patient=patient, **filters))
+        branch = filters.pop("branch_id", None)
+        orders = selectors.lab_order_list(client=self.api_client, patient=patient, branch=branch, **filters)
+        page = pagination.paginate(orders)
         self.audit_patients(order.patient_id for order in page)
         return pagination.response([lab_order_representation(order) for order in page])
 

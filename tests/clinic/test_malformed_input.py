@@ -9,11 +9,13 @@ import base64
 import io
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from clinic.api.parsers import MAX_JSON_DEPTH, _nesting_depth
 from integrations.clients.scopes import SCOPES
 from integrations.models import AuditLogEntry
 from patients.models import Patient
@@ -189,6 +191,38 @@ def test_json_nested_64_deep_is_parsed(client, token, branch):
     response = post_patient(client, token, {**PATIENT, "first_name": nested})
 
     assert [e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]] == ["first_name"]
+
+
+def test_brackets_and_escaped_quotes_inside_strings_do_not_count_as_nesting(client, token, branch):
+    response = post_patient(client, token, {**PATIENT, "last_name": 'R\\"[{' * 40, "notes": ["]"] * 70})
+
+    assert "parse_error" not in response.content.decode()
+    assert {e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]} == {"last_name", "notes"}
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [
+        ("[" * 64 + "]" * 64 + "[]", 64),
+        ("[" * 65 + "]" * 65, 65),
+        ('{"a":' * 70 + "1" + "}" * 70, 65),  # stops counting once past the limit
+        ('["[[[[\\"]]]]"' + ",[]" * 70 + "]", 2),  # an escaped quote does not end the string
+        ('["\\\\"' + "[" * 70, 65),  # an escaped backslash does not escape the quote after it
+    ],
+)
+def test_the_nesting_depth_ignores_string_literals(text, depth):
+    assert _nesting_depth(text) == depth
+
+
+def test_an_unterminated_string_of_escaped_quotes_is_refused_in_linear_time(client, token):
+    # Matching whole string literals with a regex rescanned the rest of the body from every escaped quote of
+    # an unterminated one: this 256 KB body took minutes of CPU in the parser (1 MiB: half an hour).
+    body = "[" * (MAX_JSON_DEPTH + 1) + '"' + '\\"' * 128_000
+    started = time.monotonic()
+    response = client.post("/api/v1/patients", body, content_type="application/json", **bearer(token))
+
+    assert time.monotonic() - started < 2
+    assert assert_problem(response, 400, "parse_error")["detail"] == "Request body is nested deeper than 64 levels."
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(client, token, settings):

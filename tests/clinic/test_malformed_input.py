@@ -170,6 +170,64 @@ def test_identifiers_in_unicode_digits_are_400_naming_the_field_and_nothing_is_l
     assert "Asha" not in capsys.readouterr().err
 
 
+def _arabic_indic(text: str) -> str:
+    return "".join(chr(0x0660 + int(ch)) if ch in "0123456789" else ch for ch in text)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/patients", {**PATIENT, "date_of_birth": _arabic_indic("1990-04-12")}, "date_of_birth"),
+        ("/api/v1/patients", {**PATIENT, "branch_id": "{branch}"}, "branch_id"),
+        (
+            "/api/v1/appointments",
+            {
+                "patient_id": "PAT-000001",
+                "doctor_id": "{uuid}",
+                "slot_start": _arabic_indic("2026-11-27T09:00:00+05:30"),
+                "slot_end": "2026-11-27T09:15:00+05:30",
+            },
+            "slot_start",
+        ),
+        (
+            "/api/v1/billing/invoices",
+            {"patient_id": "PAT-000001", "date": _arabic_indic("2026-01-05"), "line_items": [{"description": "x"}]},
+            "date",
+        ),
+        (
+            "/api/v1/lab/orders",
+            {"patient_id": "PAT-000001", "doctor_id": "{uuid}", "branch_id": "{branch}", "tests": ["CBC"]},
+            "branch_id",
+        ),
+    ],
+    ids=["patient-birth-date", "patient-branch-uuid", "booking-datetime", "invoice-date", "lab-order-branch-uuid"],
+)
+def test_dates_times_and_uuids_in_unicode_digits_are_400_naming_the_field(client, token, branch, path, body, field):
+    # Django's \d-based date patterns, int() and uuid.UUID read Arabic-Indic digits as 0-9: each of these was a
+    # 201 that stored the date, or resolved the branch, as if it had been written in ASCII digits.
+    values = {"{branch}": _arabic_indic(str(branch.id)), "{uuid}": "0351663f-cd71-4c6b-be61-c3804cf8b742"}
+    body = {key: values.get(value, value) if isinstance(value, str) else value for key, value in body.items()}
+    before = row_counts(exclude=REQUEST_BOOKKEEPING)
+
+    response = client.post(path, json.dumps(body), content_type="application/json", **bearer(token))
+
+    errors = assert_problem(response, 400, "validation_error")["errors"]
+    assert {"field": field, "code": "invalid", "message": "Digits must be ASCII 0-9."} in errors
+    assert row_counts(exclude=REQUEST_BOOKKEEPING) == before
+
+
+def test_a_patient_uuid_in_unicode_digits_names_nobody(client, token, branch):
+    patient = PatientFactory(registration_branch=branch)
+    body = {"patient_id": _arabic_indic(str(patient.id)), "line_items": [{"description": "x"}]}
+
+    response = client.post(
+        "/api/v1/billing/invoices", json.dumps(body), content_type="application/json", **bearer(token)
+    )
+
+    errors = assert_problem(response, 400, "validation_error")["errors"]
+    assert {"field": "patient_id", "code": "invalid", "message": "No such patient available to this client."} in errors
+
+
 def test_a_pincode_in_unicode_digits_is_400(client, token, branch):
     response = post_patient(client, token, {**PATIENT, "address": {"pincode": "\u096b\u096c\u0966\u0966\u0966\u0967"}})
 

@@ -371,6 +371,42 @@ def test_requests_while_postgresql_is_unreachable_are_503_and_audited_when_it_is
     ]
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("path", "form"),
+    [
+        ("/api/v1/auth/token", "grant_type=client_credentials&client_id=gateway-7&client_secret=s3cret"),
+        ("/api/v1/auth/revoke", "token=abc&client_id=gateway-7&client_secret=s3cret"),
+    ],
+)
+def test_token_endpoints_while_postgresql_is_unreachable_answer_rfc_6749_503_and_are_audited_later(client, path, form):
+    # They answered the API's problem+json 503, a body no OAuth client library reads, with no actor in the
+    # deferred audit row; the token endpoints answer in RFC 6749 bodies whatever the status.
+    from integrations.tasks import flush_deferred_audit_rows
+
+    port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = "1"
+    try:
+        response = client.post(path, form, content_type="application/x-www-form-urlencoded")
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = port
+
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    assert response["Retry-After"] == "5"
+    assert response["Cache-Control"] == "no-store"
+    assert response.json() == {
+        "error": "temporarily_unavailable",
+        "error_description": "The service is temporarily unavailable; retry shortly.",
+    }
+    AuditLogEntry.objects.all().delete()
+    assert flush_deferred_audit_rows() >= 1
+    row = AuditLogEntry.objects.get(path=path)
+    assert (row.status, row.actor, row.client_id) == (503, "client-id-tried:gateway-7", None)
+
+
 def test_the_admin_refuses_a_default_branch_outside_the_clients_branches(blr, mum):
     from integrations.clients.admin import ApiClientForm
 

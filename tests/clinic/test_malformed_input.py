@@ -6,6 +6,7 @@ request changes nothing and still leaves its audit row."""
 from __future__ import annotations
 
 import base64
+import bz2
 import io
 import json
 import logging
@@ -80,6 +81,51 @@ def test_an_unknown_charset_is_400_naming_the_content_type(client, token, branch
 
     assert assert_problem(response, 400, "invalid_request")["errors"][0]["field"] == "Content-Type"
     assert not Patient.objects.exists()
+
+
+@pytest.mark.parametrize("charset", ["hex", "base64", "zlib", "bz2", "uu", "quopri", "rot13"])
+def test_a_charset_that_is_no_text_encoding_is_400_before_the_body_is_decoded(client, token, charset):
+    # Each was a 500 (the parser got bytes back); zlib and bz2 inflated the body first (81 bytes of bz2 are
+    # 50 MB of zeros), so a 1 MiB body could take a worker's memory.
+    body = bz2.compress(b"[" + b"0," * 1000 + b"0]") if charset == "bz2" else b"7b7d"
+    response = client.generic(
+        "POST", "/api/v1/lab/orders", body, content_type=f"application/json; charset={charset}", **bearer(token)
+    )
+
+    body = assert_problem(response, 400, "invalid_request")
+    assert body["detail"] == "The Content-Type names a charset that is not a text encoding."
+    assert body["errors"][0]["field"] == "Content-Type"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/auth/token", "/api/v1/auth/revoke"])
+@pytest.mark.parametrize("charset", ["latin-1", "utf-16", "hex"])
+def test_a_form_body_in_another_charset_than_utf8_is_an_oauth_invalid_request(client, path, charset):
+    # Django refuses such a form body while it is read (BadRequest): the token endpoint answered 500.
+    response = client.generic(
+        "POST",
+        path,
+        b"grant_type=client_credentials&token=x",
+        content_type=f"application/x-www-form-urlencoded; charset={charset}",
+    )
+
+    assert assert_token_error(response, 400, "invalid_request")["error_description"] in {
+        "A form-encoded body must be UTF-8.",
+        "The Content-Type names a charset that is not a text encoding.",
+    }
+    assert AuditLogEntry.objects.get().status == 400
+
+
+@pytest.mark.parametrize("charset", ["utf8", "UTF_8", "U8"])
+def test_an_alias_of_utf8_is_read_as_utf8_on_the_token_endpoint(client, api_client_factory, charset):
+    api_client = api_client_factory(scopes=["appointments:read"])
+    form = f"grant_type=client_credentials&client_id={api_client.client_id}&client_secret={api_client.secret}"
+
+    response = client.generic(
+        "POST", "/api/v1/auth/token", form, content_type=f"application/x-www-form-urlencoded; charset={charset}"
+    )
+
+    assert response.status_code == 200, response.content
+    assert response.json()["token_type"] == "Bearer"
 
 
 def test_nul_in_a_token_form_field_is_invalid_request_and_audited(client):

@@ -74,6 +74,17 @@ def _coded(messages: dict[str, list[str]], code: str) -> dict[str, Any]:
     return {key: [serializers.ErrorDetail(msg, code=code) for msg in msgs] for key, msgs in messages.items()}
 
 
+class BoundedListField(serializers.ListField):
+    """A list refused as too long before its items are validated. DRF's ListField validates every item first
+    and checks max_length afterwards: a 450 KB list of 150,000 bad items took 6 s and answered a 10 MB body
+    naming each of them."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
+
+
 class OffsetDateTimeField(serializers.DateTimeField):
     """An ISO 8601 datetime that must carry its UTC offset: a bare local time is ambiguous across branches."""
 

@@ -119,7 +119,13 @@ def _describe_error(response: HttpResponse) -> None:
         body = json.loads(response.content)
     except ValueError:
         return
-    if isinstance(body, dict) and "error" in body and not body.get("error_description"):
+    if not isinstance(body, dict) or "error" not in body:
+        return
+    # Errors oauthlib raises at the endpoint level (a query string on the token endpoint, a bad method) come
+    # back from the toolkit without a Content-Type; as text/html the API's safety net replaced them with a
+    # problem+json body, which no OAuth client reads.
+    response["Content-Type"] = "application/json"
+    if not body.get("error_description"):
         body["error_description"] = _ERROR_DESCRIPTIONS.get(body["error"], "The request was refused.")
         response.content = json.dumps(body).encode()
 

@@ -86,6 +86,20 @@ def test_basic_and_form_credentials_together_are_invalid_request(client, api_cli
     assert not api_client.accesstoken_set.exists()
 
 
+@pytest.mark.parametrize("path", ["/api/v1/auth/token", "/api/v1/auth/revoke"])
+def test_a_query_string_on_the_token_endpoints_is_an_rfc_6749_invalid_request(client, api_client_factory, path):
+    # The token endpoint answered problem+json here: oauthlib's endpoint-level error had no Content-Type.
+    api_client = api_client_factory(scopes=["appointments:read"])
+    form = f"grant_type=client_credentials&token=x&client_id={api_client.client_id}&client_secret={api_client.secret}"
+
+    response = client.post(f"{path}?foo=1", form, content_type="application/x-www-form-urlencoded")
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response["Cache-Control"] == "no-store"
+    assert response.json() == {"error": "invalid_request", "error_description": "URL query parameters are not allowed"}
+
+
 def test_basic_credentials_alone_still_work(client, api_client_factory):
     api_client = api_client_factory(scopes=["appointments:read"])
 

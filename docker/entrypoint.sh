@@ -6,7 +6,9 @@ set -e
 case "$1" in
   web)
     python manage.py migrate --no-input
+    # clinic/gunicorn_config.py: an access log without query strings (tokens, patient search terms).
     exec gunicorn clinic.wsgi:application \
+      --config python:clinic.gunicorn_config \
       --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
       --workers "${GUNICORN_WORKERS:-4}" \
       --threads "${GUNICORN_THREADS:-2}" \

@@ -22,6 +22,7 @@ from django.utils import timezone
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch
 from clinic.selectors import client_branch_ids
+from clinic.text import has_non_ascii_digit
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
 from patients.models import Diagnosis, Patient, Visit
@@ -39,7 +40,10 @@ def visible_patients(client: ApiClient) -> QuerySet[Patient]:
 
 
 def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
-    """Filter by UUID or by business patient_id (case and hyphens ignored, via its expression index)."""
+    """Filter by UUID or by business patient_id (case and hyphens ignored, via its expression index).
+    A reference with non-ASCII digits names nobody: uuid.UUID would read Arabic-Indic digits as hex digits."""
+    if has_non_ascii_digit(ref):
+        return patients.none()
     try:
         return patients.filter(id=uuid.UUID(ref))
     except ValueError:

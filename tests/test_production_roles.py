@@ -49,7 +49,8 @@ django.urls.get_resolver().url_patterns
 from clinic.celery import app
 app.loader.import_default_modules()
 for name in ("kombu.transport.redis", "celery.apps.worker", "celery.apps.beat", "celery.worker.consumer",
-             "celery.concurrency.prefork", "clinic.wsgi", "gunicorn.app.wsgiapp", "clinic.heartbeat"):
+             "celery.concurrency.prefork", "clinic.wsgi", "gunicorn.app.wsgiapp", "clinic.gunicorn_config",
+             "clinic.heartbeat"):
     importlib.import_module(name)
 print(json.dumps(sorted({module.partition(".")[0] for module in list(sys.modules)})))
 """

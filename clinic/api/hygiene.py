@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.multipartparser import MultiPartParserError
 from django.utils.http import parse_header_parameters
@@ -88,15 +88,20 @@ def _check_body_headers(request: HttpRequest) -> Refusal | None:
     media_type, params = parse_header_parameters(content_type)
     charset = params.get("charset")
     if charset is not None:
+        use_utf8 = [_field_error("Content-Type", "invalid", "Use charset=utf-8 or leave the charset out.")]
         try:
-            codecs.lookup(charset)
+            codec = codecs.lookup(charset)
         except LookupError:
+            return Refusal(400, "invalid_request", "The Content-Type names an unknown charset.", use_utf8)
+        if not getattr(codec, "_is_text_encoding", True):
+            # hex, base64, zlib, bz2, uu, quopri, rot13: Python codecs, but not text encodings. The JSON parser
+            # got bytes back (a 500), after inflating a zlib or bz2 body: 81 bytes of bz2 are 50 MB of JSON.
             return Refusal(
-                400,
-                "invalid_request",
-                "The Content-Type names an unknown charset.",
-                [_field_error("Content-Type", "invalid", "Use charset=utf-8 or leave the charset out.")],
+                400, "invalid_request", "The Content-Type names a charset that is not a text encoding.", use_utf8
             )
+        if media_type == "application/x-www-form-urlencoded" and codec.name != "utf-8":
+            # Django refuses any other charset for a form body (RFC 1866) by raising while the view reads it.
+            return Refusal(400, "invalid_request", "A form-encoded body must be UTF-8.", use_utf8)
     if media_type.startswith("multipart/") and not _BOUNDARY.match(params.get("boundary") or ""):
         return Refusal(
             400,
@@ -117,7 +122,7 @@ def refusal_for_exception(exc: BaseException) -> Refusal | None:
         return Refusal(413, "payload_too_large", f"The body is larger than {settings.MAX_REQUEST_BODY_BYTES} bytes.")
     if isinstance(exc, TooManyFieldsSent):
         return Refusal(400, "invalid_request", "Too many form fields.")
-    if isinstance(exc, MultiPartParserError | SuspiciousOperation | UnicodeDecodeError):
+    if isinstance(exc, MultiPartParserError | SuspiciousOperation | BadRequest | UnicodeDecodeError):
         return Refusal(400, "invalid_request", "The request body cannot be read as sent.")
     return None
 
@@ -137,6 +142,10 @@ class RequestHygieneMiddleware:
             refusal = refusal_for(request)
             if refusal is not None:
                 return refusal_response(request, refusal)
+            if request.encoding and codecs.lookup(request.encoding).name == "utf-8":
+                # An alias (utf8, UTF_8): the body is read as the UTF-8 it is; Django's form parser takes the
+                # literal name "utf-8" only and refused "charset=utf8" while the token endpoint read it (a 500).
+                request.encoding = "utf-8"
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

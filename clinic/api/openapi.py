@@ -197,6 +197,7 @@ def _default_problem_examples(status_code: str, operation: dict[str, Any]) -> di
                 409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed."
             )
         },
+        "413": {"PayloadTooLarge": problem_example(413, "payload_too_large", "The body is larger than 1048576 bytes.")},
         "415": {
             "UnsupportedMediaType": problem_example(
                 415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'
@@ -341,6 +342,10 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
                         responses[status_code] = _problem_response(description)
             if "requestBody" in operation and "415" not in responses:
                 responses["415"] = _problem_response("`unsupported_media_type`: send application/json.")
+            if "requestBody" in operation and "413" not in responses:
+                responses["413"] = _problem_response(
+                    "`payload_too_large`: the body is larger than MAX_REQUEST_BODY_BYTES (default 1 MiB)."
+                )
             for status_code, description in _STANDARD_ERRORS.items():
                 if status_code not in responses:
                     responses[status_code] = _problem_response(description)

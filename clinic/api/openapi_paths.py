@@ -6,6 +6,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+OAUTH_ERROR_CODES = (
+    "invalid_request",
+    "invalid_client",
+    "invalid_scope",
+    "unsupported_grant_type",
+    "unsupported_token_type",
+    "access_denied",
+    "rate_limited",
+    "temporarily_unavailable",
+)
+
 
 def token_paths() -> dict[str, Any]:
     oauth_error = {
@@ -13,20 +24,29 @@ def token_paths() -> dict[str, Any]:
         "required": ["error"],
         "properties": {
             "error": {
+                # Not a closed enum (RFC 6749 8.5 lets servers add codes): a generated client must not fail on
+                # a code it does not know; treat one by its status.
                 "type": "string",
-                "enum": [
-                    "invalid_request",
-                    "invalid_client",
-                    "invalid_scope",
-                    "unsupported_grant_type",
-                    "access_denied",
-                    "rate_limited",
-                ],
+                "description": "RFC 6749 error code: "
+                + ", ".join(f"`{code}`" for code in OAUTH_ERROR_CODES)
+                + " (more may be added).",
+                "examples": ["invalid_client"],
             },
             "error_description": {"type": "string"},
         },
     }
     error_content = {"application/json": {"schema": oauth_error}}
+    common_errors = {
+        "413": {
+            "description": "`invalid_request`: the body is larger than MAX_REQUEST_BODY_BYTES (default 1 MiB).",
+            "content": error_content,
+        },
+        "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+        "503": {
+            "description": "`temporarily_unavailable`: the database is briefly unreachable; see `Retry-After`.",
+            "content": error_content,
+        },
+    }
     credentials = {
         "client_id": {"type": "string", "description": "Or use HTTP Basic authentication (RFC 6749 2.3.1)."},
         "client_secret": {"type": "string", "description": "Or use HTTP Basic authentication."},
@@ -95,7 +115,7 @@ def token_paths() -> dict[str, Any]:
                         "description": "`access_denied`: address outside the client's allow-list.",
                         "content": error_content,
                     },
-                    "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+                    **common_errors,
                 },
             }
         },
@@ -133,7 +153,7 @@ def token_paths() -> dict[str, Any]:
                         "description": "`access_denied`: address outside the client's allow-list.",
                         "content": error_content,
                     },
-                    "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+                    **common_errors,
                 },
             }
         },

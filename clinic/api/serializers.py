@@ -16,26 +16,73 @@ class StrictSerializer(serializers.Serializer):
     """Rejects body fields it does not know (400 per unknown field): a typo must not silently do nothing.
 
     Nested StrictSerializers apply the rule at every level, so `address.pincod` is named as unknown.
+
+    It also refuses non-ASCII digits in every field whose text is read as a number, a date or time, or a
+    UUID (CONTRACT section 11): int(), Decimal, uuid.UUID and Django's \\d-based date patterns read
+    Arabic-Indic or Devanagari digits as if they were 0-9, so a date written in Arabic-Indic digits was
+    stored as if written in ASCII ones.
     """
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown: dict[str, list[str]] = {}
+        refused: dict[str, Any] = {}
         if isinstance(data, Mapping):
-            writable = {name for name, field in self.fields.items() if not field.read_only}
-            unknown = {key: ["Unknown field."] for key in data if key not in writable}
+            writable = {name: field for name, field in self.fields.items() if not field.read_only}
+            refused = _coded({key: ["Unknown field."] for key in data if key not in writable}, "unknown_field")
+            refused.update(
+                _coded(
+                    {
+                        key: [NON_ASCII_DIGITS]
+                        for key, field in writable.items()
+                        if _non_ascii_digits(field, data.get(key))
+                    },
+                    "invalid",
+                )
+            )
         try:
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:
-            if unknown and isinstance(exc.detail, dict):
-                exc.detail.update(_coded(unknown))
+            if refused and isinstance(exc.detail, dict):
+                exc.detail.update(refused)
             raise
-        if unknown:
-            raise serializers.ValidationError(_coded(unknown))
+        if refused:
+            raise serializers.ValidationError(refused)
         return value
 
 
-def _coded(unknown: dict[str, list[str]]) -> dict[str, Any]:
-    return {key: [serializers.ErrorDetail(msg, code="unknown_field") for msg in msgs] for key, msgs in unknown.items()}
+NON_ASCII_DIGITS = "Digits must be ASCII 0-9."
+# Fields that parse their text as a number, a date, a time or a UUID.
+_PARSED_FIELDS = (
+    serializers.DateField,
+    serializers.DateTimeField,
+    serializers.TimeField,
+    serializers.DurationField,
+    serializers.IntegerField,
+    serializers.FloatField,
+    serializers.DecimalField,
+    serializers.UUIDField,
+    serializers.RelatedField,
+)
+
+
+def _non_ascii_digits(field: serializers.Field, value: Any) -> bool:
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        return any(_non_ascii_digits(field.child, item) for item in value)
+    return isinstance(field, _PARSED_FIELDS) and isinstance(value, str) and has_non_ascii_digit(value)
+
+
+def _coded(messages: dict[str, list[str]], code: str) -> dict[str, Any]:
+    return {key: [serializers.ErrorDetail(msg, code=code) for msg in msgs] for key, msgs in messages.items()}
+
+
+class BoundedListField(serializers.ListField):
+    """A list refused as too long before its items are validated. DRF's ListField validates every item first
+    and checks max_length afterwards: a 450 KB list of 150,000 bad items took 6 s and answered a 10 MB body
+    naming each of them."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
 
 
 class OffsetDateTimeField(serializers.DateTimeField):

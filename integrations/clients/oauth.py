@@ -24,12 +24,13 @@ from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from clinic.api import ratelimit
 from clinic.api.context import request_context
-from clinic.api.errors import oauth_error_response
+from clinic.api.errors import DATABASE_RETRY_AFTER_SECONDS, is_database_unavailable, oauth_error_response
 from clinic.api.network import CLIENT_IP_META_KEY, client_ip
 from clinic.text import CONTROL_CHARACTERS
 from integrations.models import ApiClient
 
 TOKEN_CONTEXT_META_KEY = "CLINIC_TOKEN_CONTEXT"  # noqa: S105 - a request.META key, not a secret
+logger = logging.getLogger(__name__)
 
 
 class _RedactIssuedToken(logging.Filter):
@@ -118,7 +119,13 @@ def _describe_error(response: HttpResponse) -> None:
         body = json.loads(response.content)
     except ValueError:
         return
-    if isinstance(body, dict) and "error" in body and not body.get("error_description"):
+    if not isinstance(body, dict) or "error" not in body:
+        return
+    # Errors oauthlib raises at the endpoint level (a query string on the token endpoint, a bad method) come
+    # back from the toolkit without a Content-Type; as text/html the API's safety net replaced them with a
+    # problem+json body, which no OAuth client reads.
+    response["Content-Type"] = "application/json"
+    if not body.get("error_description"):
         body["error_description"] = _ERROR_DESCRIPTIONS.get(body["error"], "The request was refused.")
         response.content = json.dumps(body).encode()
 
@@ -174,7 +181,18 @@ class _ClientControlledEndpoint:
         context = TokenRequestContext()
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it
-        response = super().post(request, *args, **kwargs)  # type: ignore[misc]
+        try:
+            response = super().post(request, *args, **kwargs)  # type: ignore[misc]
+        except Exception as exc:
+            if not is_database_unavailable(exc):
+                raise
+            # PostgreSQL is restarting: an RFC 6749 body like every other answer of these endpoints (not the
+            # API's problem+json), with Retry-After; the audit row is kept until the database is back.
+            logger.warning("Database unavailable: answering 503 on %s", request.path)
+            response = oauth_error_response(
+                503, "temporarily_unavailable", "The service is temporarily unavailable; retry shortly."
+            )
+            response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
         request_context(request).client = context.client
         if context.rate_limit is not None:
             for name, value in context.rate_limit.headers().items():

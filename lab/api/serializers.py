@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from appointments.models import Appointment
-from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
+from clinic.api.serializers import BoundedListField, OffsetDateTimeField, StrictSerializer
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import client_branch_ids
@@ -51,7 +51,7 @@ class LabOrderCreateSerializer(StrictSerializer):
     patient_id = serializers.CharField(max_length=64, help_text="Patient UUID or patient_id (PAT-000123).")
     branch_id = serializers.UUIDField(required=False, help_text="Default: the client's only branch.")
     doctor_id = serializers.UUIDField(help_text="The ordering doctor; must work at the branch.")
-    tests = serializers.ListField(
+    tests = BoundedListField(
         child=serializers.CharField(max_length=30),
         min_length=1,
         max_length=MAX_TESTS,

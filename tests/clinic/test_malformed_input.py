@@ -6,14 +6,17 @@ request changes nothing and still leaves its audit row."""
 from __future__ import annotations
 
 import base64
+import bz2
 import io
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from clinic.api.parsers import MAX_JSON_DEPTH, _nesting_depth
 from integrations.clients.scopes import SCOPES
 from integrations.models import AuditLogEntry
 from patients.models import Patient
@@ -78,6 +81,51 @@ def test_an_unknown_charset_is_400_naming_the_content_type(client, token, branch
 
     assert assert_problem(response, 400, "invalid_request")["errors"][0]["field"] == "Content-Type"
     assert not Patient.objects.exists()
+
+
+@pytest.mark.parametrize("charset", ["hex", "base64", "zlib", "bz2", "uu", "quopri", "rot13"])
+def test_a_charset_that_is_no_text_encoding_is_400_before_the_body_is_decoded(client, token, charset):
+    # Each was a 500 (the parser got bytes back); zlib and bz2 inflated the body first (81 bytes of bz2 are
+    # 50 MB of zeros), so a 1 MiB body could take a worker's memory.
+    body = bz2.compress(b"[" + b"0," * 1000 + b"0]") if charset == "bz2" else b"7b7d"
+    response = client.generic(
+        "POST", "/api/v1/lab/orders", body, content_type=f"application/json; charset={charset}", **bearer(token)
+    )
+
+    body = assert_problem(response, 400, "invalid_request")
+    assert body["detail"] == "The Content-Type names a charset that is not a text encoding."
+    assert body["errors"][0]["field"] == "Content-Type"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/auth/token", "/api/v1/auth/revoke"])
+@pytest.mark.parametrize("charset", ["latin-1", "utf-16", "hex"])
+def test_a_form_body_in_another_charset_than_utf8_is_an_oauth_invalid_request(client, path, charset):
+    # Django refuses such a form body while it is read (BadRequest): the token endpoint answered 500.
+    response = client.generic(
+        "POST",
+        path,
+        b"grant_type=client_credentials&token=x",
+        content_type=f"application/x-www-form-urlencoded; charset={charset}",
+    )
+
+    assert assert_token_error(response, 400, "invalid_request")["error_description"] in {
+        "A form-encoded body must be UTF-8.",
+        "The Content-Type names a charset that is not a text encoding.",
+    }
+    assert AuditLogEntry.objects.get().status == 400
+
+
+@pytest.mark.parametrize("charset", ["utf8", "UTF_8", "U8"])
+def test_an_alias_of_utf8_is_read_as_utf8_on_the_token_endpoint(client, api_client_factory, charset):
+    api_client = api_client_factory(scopes=["appointments:read"])
+    form = f"grant_type=client_credentials&client_id={api_client.client_id}&client_secret={api_client.secret}"
+
+    response = client.generic(
+        "POST", "/api/v1/auth/token", form, content_type=f"application/x-www-form-urlencoded; charset={charset}"
+    )
+
+    assert response.status_code == 200, response.content
+    assert response.json()["token_type"] == "Bearer"
 
 
 def test_nul_in_a_token_form_field_is_invalid_request_and_audited(client):
@@ -168,6 +216,64 @@ def test_identifiers_in_unicode_digits_are_400_naming_the_field_and_nothing_is_l
     assert "Asha" not in capsys.readouterr().err
 
 
+def _arabic_indic(text: str) -> str:
+    return "".join(chr(0x0660 + int(ch)) if ch in "0123456789" else ch for ch in text)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/patients", {**PATIENT, "date_of_birth": _arabic_indic("1990-04-12")}, "date_of_birth"),
+        ("/api/v1/patients", {**PATIENT, "branch_id": "{branch}"}, "branch_id"),
+        (
+            "/api/v1/appointments",
+            {
+                "patient_id": "PAT-000001",
+                "doctor_id": "{uuid}",
+                "slot_start": _arabic_indic("2026-11-27T09:00:00+05:30"),
+                "slot_end": "2026-11-27T09:15:00+05:30",
+            },
+            "slot_start",
+        ),
+        (
+            "/api/v1/billing/invoices",
+            {"patient_id": "PAT-000001", "date": _arabic_indic("2026-01-05"), "line_items": [{"description": "x"}]},
+            "date",
+        ),
+        (
+            "/api/v1/lab/orders",
+            {"patient_id": "PAT-000001", "doctor_id": "{uuid}", "branch_id": "{branch}", "tests": ["CBC"]},
+            "branch_id",
+        ),
+    ],
+    ids=["patient-birth-date", "patient-branch-uuid", "booking-datetime", "invoice-date", "lab-order-branch-uuid"],
+)
+def test_dates_times_and_uuids_in_unicode_digits_are_400_naming_the_field(client, token, branch, path, body, field):
+    # Django's \d-based date patterns, int() and uuid.UUID read Arabic-Indic digits as 0-9: each of these was a
+    # 201 that stored the date, or resolved the branch, as if it had been written in ASCII digits.
+    values = {"{branch}": _arabic_indic(str(branch.id)), "{uuid}": "0351663f-cd71-4c6b-be61-c3804cf8b742"}
+    body = {key: values.get(value, value) if isinstance(value, str) else value for key, value in body.items()}
+    before = row_counts(exclude=REQUEST_BOOKKEEPING)
+
+    response = client.post(path, json.dumps(body), content_type="application/json", **bearer(token))
+
+    errors = assert_problem(response, 400, "validation_error")["errors"]
+    assert {"field": field, "code": "invalid", "message": "Digits must be ASCII 0-9."} in errors
+    assert row_counts(exclude=REQUEST_BOOKKEEPING) == before
+
+
+def test_a_patient_uuid_in_unicode_digits_names_nobody(client, token, branch):
+    patient = PatientFactory(registration_branch=branch)
+    body = {"patient_id": _arabic_indic(str(patient.id)), "line_items": [{"description": "x"}]}
+
+    response = client.post(
+        "/api/v1/billing/invoices", json.dumps(body), content_type="application/json", **bearer(token)
+    )
+
+    errors = assert_problem(response, 400, "validation_error")["errors"]
+    assert {"field": "patient_id", "code": "invalid", "message": "No such patient available to this client."} in errors
+
+
 def test_a_pincode_in_unicode_digits_is_400(client, token, branch):
     response = post_patient(client, token, {**PATIENT, "address": {"pincode": "\u096b\u096c\u0966\u0966\u0966\u0967"}})
 
@@ -189,6 +295,38 @@ def test_json_nested_64_deep_is_parsed(client, token, branch):
     response = post_patient(client, token, {**PATIENT, "first_name": nested})
 
     assert [e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]] == ["first_name"]
+
+
+def test_brackets_and_escaped_quotes_inside_strings_do_not_count_as_nesting(client, token, branch):
+    response = post_patient(client, token, {**PATIENT, "last_name": 'R\\"[{' * 40, "notes": ["]"] * 70})
+
+    assert "parse_error" not in response.content.decode()
+    assert {e["field"] for e in assert_problem(response, 400, "validation_error")["errors"]} == {"last_name", "notes"}
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [
+        ("[" * 64 + "]" * 64 + "[]", 64),
+        ("[" * 65 + "]" * 65, 65),
+        ('{"a":' * 70 + "1" + "}" * 70, 65),  # stops counting once past the limit
+        ('["[[[[\\"]]]]"' + ",[]" * 70 + "]", 2),  # an escaped quote does not end the string
+        ('["\\\\"' + "[" * 70, 65),  # an escaped backslash does not escape the quote after it
+    ],
+)
+def test_the_nesting_depth_ignores_string_literals(text, depth):
+    assert _nesting_depth(text) == depth
+
+
+def test_an_unterminated_string_of_escaped_quotes_is_refused_in_linear_time(client, token):
+    # Matching whole string literals with a regex rescanned the rest of the body from every escaped quote of
+    # an unterminated one: this 256 KB body took minutes of CPU in the parser (1 MiB: half an hour).
+    body = "[" * (MAX_JSON_DEPTH + 1) + '"' + '\\"' * 128_000
+    started = time.monotonic()
+    response = client.post("/api/v1/patients", body, content_type="application/json", **bearer(token))
+
+    assert time.monotonic() - started < 2
+    assert assert_problem(response, 400, "parse_error")["detail"] == "Request body is nested deeper than 64 levels."
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(client, token, settings):

@@ -124,6 +124,33 @@ def test_the_auth_endpoints_are_documented_and_need_no_token(schema):
     assert set(revoke["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]["required"]) == {"token"}
 
 
+def test_the_auth_endpoints_document_every_status_they_answer_with_an_open_error_code(schema):
+    for path in ("/api/v1/auth/token", "/api/v1/auth/revoke"):
+        responses = schema["paths"][path]["post"]["responses"]
+        assert {"400", "401", "403", "413", "429", "503"} <= set(responses), path
+        assert responses["503"]["headers"]["Retry-After"]["required"] is True
+        error = responses["400"]["content"]["application/json"]["schema"]["properties"]["error"]
+        # The revocation endpoint answers unsupported_token_type, which the closed enum left out.
+        assert "enum" not in error
+        for code in ("unsupported_token_type", "temporarily_unavailable", "invalid_client"):
+            assert f"`{code}`" in error["description"]
+
+
+def test_every_operation_with_a_body_documents_413(schema):
+    with_body = [
+        (method, path, op)
+        for method, path, op in operations(schema)
+        if "requestBody" in op and not path.startswith("/api/v1/auth/")  # RFC 6749 bodies: tested above
+    ]
+
+    assert with_body
+    for method, path, operation in with_body:
+        response = operation["responses"].get("413")
+        assert response is not None, (method, path)
+        (example,) = response["content"]["application/problem+json"]["examples"].values()
+        assert example["value"]["code"] == "payload_too_large"
+
+
 def test_the_branch_list_documents_its_errors_and_pagination_headers(schema):
     operation = schema["paths"]["/api/v1/branches"]["get"]
 

@@ -86,6 +86,20 @@ def test_basic_and_form_credentials_together_are_invalid_request(client, api_cli
     assert not api_client.accesstoken_set.exists()
 
 
+@pytest.mark.parametrize("path", ["/api/v1/auth/token", "/api/v1/auth/revoke"])
+def test_a_query_string_on_the_token_endpoints_is_an_rfc_6749_invalid_request(client, api_client_factory, path):
+    # The token endpoint answered problem+json here: oauthlib's endpoint-level error had no Content-Type.
+    api_client = api_client_factory(scopes=["appointments:read"])
+    form = f"grant_type=client_credentials&token=x&client_id={api_client.client_id}&client_secret={api_client.secret}"
+
+    response = client.post(f"{path}?foo=1", form, content_type="application/x-www-form-urlencoded")
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response["Cache-Control"] == "no-store"
+    assert response.json() == {"error": "invalid_request", "error_description": "URL query parameters are not allowed"}
+
+
 def test_basic_credentials_alone_still_work(client, api_client_factory):
     api_client = api_client_factory(scopes=["appointments:read"])
 
@@ -369,6 +383,42 @@ def test_requests_while_postgresql_is_unreachable_are_503_and_audited_when_it_is
     assert [(r.request_id, r.status, r.path) for r in rows] == [
         (f"down-{n}", 503, "/api/v1/branches") for n in range(3)
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("path", "form"),
+    [
+        ("/api/v1/auth/token", "grant_type=client_credentials&client_id=gateway-7&client_secret=s3cret"),
+        ("/api/v1/auth/revoke", "token=abc&client_id=gateway-7&client_secret=s3cret"),
+    ],
+)
+def test_token_endpoints_while_postgresql_is_unreachable_answer_rfc_6749_503_and_are_audited_later(client, path, form):
+    # They answered the API's problem+json 503, a body no OAuth client library reads, with no actor in the
+    # deferred audit row; the token endpoints answer in RFC 6749 bodies whatever the status.
+    from integrations.tasks import flush_deferred_audit_rows
+
+    port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = "1"
+    try:
+        response = client.post(path, form, content_type="application/x-www-form-urlencoded")
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = port
+
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    assert response["Retry-After"] == "5"
+    assert response["Cache-Control"] == "no-store"
+    assert response.json() == {
+        "error": "temporarily_unavailable",
+        "error_description": "The service is temporarily unavailable; retry shortly.",
+    }
+    AuditLogEntry.objects.all().delete()
+    assert flush_deferred_audit_rows() >= 1
+    row = AuditLogEntry.objects.get(path=path)
+    assert (row.status, row.actor, row.client_id) == (503, "client-id-tried:gateway-7", None)
 
 
 def test_the_admin_refuses_a_default_branch_outside_the_clients_branches(blr, mum):

@@ -17,6 +17,7 @@ from billing.models import Invoice, LineItem
 from integrations.webhooks.models import WebhookEvent
 from lab import services
 from lab.models import LabOrder, LabOrderItem, LabResult
+from lab.services import MAX_TESTS
 from tests.appointments.factories import AppointmentFactory
 from tests.billing.factories import get, make_invoice, post_json
 from tests.helpers import REQUEST_BOOKKEEPING, assert_problem, bearer, error_fields, row_counts
@@ -215,6 +216,16 @@ def test_bill_with_a_test_without_catalogue_item_is_refused(lab: LabWorld) -> No
 def test_empty_and_too_many_tests_are_refused(lab: LabWorld) -> None:
     _refused(lab, "tests", tests=[])
     _refused(lab, "tests", tests=[f"T{n}" for n in range(21)])
+
+
+def test_a_list_of_tests_far_too_long_is_refused_as_a_whole_before_its_items_are_read(lab: LabWorld) -> None:
+    # DRF validated each item before the length: 150,000 bad items took seconds and answered 10 MB of errors.
+    response = _create(lab, tests=[{}] * 5_000)
+
+    body = assert_problem(response, 400, "validation_error")
+    assert body["errors"] == [
+        {"field": "tests", "code": "max_length", "message": f"Ensure this field has no more than {MAX_TESTS} elements."}
+    ]
 
 
 def test_doctor_not_at_the_branch_is_refused(lab: LabWorld) -> None:

@@ -1,0 +1,49 @@
+"""Gunicorn settings of the web role (docker/entrypoint.sh runs gunicorn with --config python:clinic.gunicorn_config).
+
+The access log names the client address, time, method, path, status, size, duration, user agent and request
+id, and never the query string, the Referer or the HTTP Basic user name (CONTRACT section 11: no log line holds
+a bearer token or patient data). Gunicorn's default line logs the raw request line with its query string: a
+client that put its token in `?access_token=` (refused with 401) left a live credential in the log, and every
+patient search left the name, phone digits or ABHA number searched for. The request id joins a line to its
+audit row, which holds the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.glogging import Logger
+
+access_log_format = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
+
+# Atoms that carry the query string, a referring URL, credentials or cookies, in whatever format an operator
+# writes: a format that names one of them logs "-".
+_WITHHELD = (
+    "{query_string}e",
+    "{raw_uri}e",
+    "{http_referer}e",
+    "{http_authorization}e",
+    "{http_cookie}e",
+    "{referer}i",
+    "{authorization}i",
+    "{cookie}i",
+    "{x-forwarded-for}i",
+)
+
+
+class AccessLogger(Logger):
+    def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict[str, Any]:
+        atoms = super().atoms(resp, req, environ, request_time)
+        # The path as sent (still percent-encoded, so a %0a in it cannot start a forged log line).
+        path = str(environ.get("RAW_URI") or "-").partition("?")[0].partition("#")[0]
+        atoms["r"] = f"{environ.get('REQUEST_METHOD', '-')} {path} {environ.get('SERVER_PROTOCOL', '-')}"
+        atoms["U"] = path
+        atoms["q"] = "-"
+        atoms["f"] = "-"
+        atoms["u"] = "-"
+        for key in _WITHHELD:
+            atoms.pop(key, None)
+        return atoms
+
+
+logger_class = AccessLogger

@@ -73,6 +73,8 @@ def gunicorn(workers: int = 2, threads: int = 1) -> Iterator[str]:
             "-m",
             "gunicorn",
             "clinic.wsgi:application",
+            "--config",
+            "python:clinic.gunicorn_config",  # as docker/entrypoint.sh runs the web role
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "appointments",
     "billing",
     "lab",
+    "pharmacy",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",
@@ -281,6 +282,8 @@ SPECTACULAR_SETTINGS = {
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "AppointmentStatusEnum": "appointments.models.Appointment.Status",
         "TaxCategoryEnum": "billing.tax.TaxCategory",
+        "StockMovementKindEnum": "pharmacy.models.MovementKind",
+        "KindEnum": "lab.models.TestKind",
     },
 }
 

@@ -95,8 +95,8 @@ class DrugCodeField(serializers.CharField):
         kwargs.setdefault("help_text", "A drug code of the catalogue, e.g. PARA500.")
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data: Any) -> Drug:  # type: ignore[override]
-        code = super().to_internal_value(data)
+    def run_validation(self, data: Any = serializers.empty) -> Drug:
+        code = super().run_validation(data)  # the text's own checks (length, NUL) first
         drug = Drug.objects.filter(code=code).first()
         if drug is None:
             raise serializers.ValidationError(f"No drug {code!r} in the catalogue.")

@@ -114,7 +114,12 @@ class PharmacyWorld:
             "doctor": self.doctor,
             "items": [
                 services.PrescribedItem(
-                    drug=drug, dose="1 tablet", frequency="twice a day", route="oral", duration_days=5, quantity=quantity
+                    drug=drug,
+                    dose="1 tablet",
+                    frequency="twice a day",
+                    route="oral",
+                    duration_days=5,
+                    quantity=quantity,
                 )
                 for drug, quantity in items
             ],

@@ -134,7 +134,9 @@ def test_a_transfer_movement_needs_its_transfer_id_and_an_adjustment_its_reason(
     assert on_hand(batch) == 4
 
 
-@pytest.mark.parametrize("sql", ["UPDATE pharmacy_stockmovement SET quantity = 999", "DELETE FROM pharmacy_stockmovement"])
+@pytest.mark.parametrize(
+    "sql", ["UPDATE pharmacy_stockmovement SET quantity = 999", "DELETE FROM pharmacy_stockmovement"]
+)
 def test_the_ledger_refuses_updates_and_deletes(world, sql):
     batch = world.receive(world.para, "B1", 5)
 
@@ -146,9 +148,7 @@ def test_the_ledger_refuses_updates_and_deletes(world, sql):
     assert on_hand(batch) == 5
 
 
-@pytest.mark.parametrize(
-    "model", [Batch, Prescription, PrescriptionItem, Dispense, DispenseLine, ControlledDrugEntry]
-)
+@pytest.mark.parametrize("model", [Batch, Prescription, PrescriptionItem, Dispense, DispenseLine, ControlledDrugEntry])
 def test_records_are_never_deleted_even_by_raw_sql(world, model):
     world.receive(world.alpraz, "A1", 10)
     prescription = world.prescribe((world.alpraz, 4))

@@ -468,7 +468,7 @@ def test_non_ascii_digits_and_nul_bytes_are_400s_never_500s(client, world):
     world.receive(world.para, "P", 50)
     before = row_counts(exclude=REQUEST_BOOKKEEPING)
 
-    arabic = _post(client, world, {"items": [{"drug": "PARA500", "quantity": "١٠"}]})
+    arabic = _post(client, world, {"items": [{"drug": "PARA500", "quantity": "\u0661\u0660"}]})
     nul = _post(client, world, {"items": [{"drug": "PARA\u0000500", "quantity": 1}]})
     unknown = _post(client, world, {"items": [{"drug": "NOPE", "quantity": 1}], "extra": 1})
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -335,6 +336,19 @@ def batch_write_off_expired(*, batch: Batch, actor: str, reason: str = "Expired"
     )
     _publish_crossing(branch=branch, drug=drug, before=before, after=_on_hand(batches, drug, today))
     return movement
+
+
+def stock_expiring_publish(*, within_days: int | None = None) -> int:
+    """One `stock.expiring` per drug and branch with a batch holding stock that expires within `within_days`
+    (default PHARMACY_EXPIRY_WARNING_DAYS) days of today at the branch; returns how many were published."""
+    days = settings.PHARMACY_EXPIRY_WARNING_DAYS if within_days is None else within_days
+    keys: dict[tuple[object, object], tuple[Branch, Drug]] = {}
+    for batch in selectors.batches_expiring(within_days=days):
+        keys.setdefault((batch.branch_id, batch.drug_id), (batch.branch, batch.drug))
+    for branch, drug in keys.values():
+        with transaction.atomic():
+            events.stock_publish(events.STOCK_EXPIRING, selectors.stock_level_of(branch=branch, drug=drug))
+    return len(keys)
 
 
 # --- Prescriptions

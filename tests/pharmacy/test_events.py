@@ -146,7 +146,7 @@ def test_the_daily_task_publishes_stock_expiring_per_drug_and_branch_within_the_
 
 
 def test_the_events_reach_a_real_receiver_signed(client, world, receiver, queued, django_capture_on_commit_callbacks):
-    subscription, secret = subscribe(receiver.url(), KINDS)
+    _, secret = subscribe(receiver.url(), KINDS)
     world.receive(world.para, "B", 11)
     world.reorder(world.para, 10)
 

@@ -77,4 +77,4 @@ def dispense_publish(event_type: str, dispense: Dispense) -> None:
 
 def stock_publish(event_type: str, entry: StockEntry) -> None:
     payload = {"stock": stock_level_representation(entry)}
-    event_publish(event_type=event_type, payload=dict(payload), branch_id=entry.branch_id)  # type: ignore[arg-type]
+    event_publish(event_type=event_type, payload=dict(payload), branch_id=entry.branch_id)

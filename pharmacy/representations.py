@@ -8,6 +8,7 @@ datetimes carry the branch's UTC offset.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -120,7 +121,7 @@ class StockEntry:
     """What a StockLevel is built from (pharmacy.selectors.stock_levels)."""
 
     drug: models.Drug
-    branch_id: object
+    branch_id: uuid.UUID
     today: date
     reorder_level: int | None
     batches: list[models.Batch] = field(default_factory=list)  # holding stock, by expiry then id

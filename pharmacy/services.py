@@ -723,7 +723,7 @@ def dispense_record(
     return dispense
 
 
-def _prescription_dispensed(prescription: Prescription, change: dict[object, int]) -> None:
+def _prescription_dispensed(prescription: Prescription, change: dict[uuid.UUID, int]) -> None:
     """Add `change` (units by drug id, negative for returns) to the locked prescription's items; the
     prescription is completed once nothing remains, and active again when a return leaves some."""
     for drug_id, units in change.items():
@@ -797,7 +797,7 @@ def dispense_return(*, dispense: Dispense, items: Sequence[ReturnItem], reason: 
         ],
         batches,
     )
-    change: dict[object, int] = {}
+    change: dict[uuid.UUID, int] = {}
     for item in items:
         line = lines[item.line_id]
         DispenseLine.objects.filter(pk=line.pk).update(returned_quantity=F("returned_quantity") + item.quantity)

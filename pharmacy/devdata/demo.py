@@ -193,11 +193,11 @@ def seed_demo_pharmacy(
     drugs = _drugs()
     for branch in branches:
         _stock(branch, drugs)
-    branch = branches[0] if branches else None
-    doctor = next((d for d in doctors if branch is not None and d.branches.filter(pk=branch.pk).exists()), None)
-    local = [p for p in patients if branch is not None and p.registration_branch_id == branch.id]
-    if branch is not None and doctor is not None and local:
-        _prescription(branch, doctor, local[0], drugs)
+    first = branches[0] if branches else None
+    doctor = next((d for d in doctors if first is not None and d.branches.filter(pk=first.pk).exists()), None)
+    local = [p for p in patients if first is not None and p.registration_branch_id == first.id]
+    if first is not None and doctor is not None and local:
+        _prescription(first, doctor, local[0], drugs)
     return {
         "drugs": [
             {"id": str(drug.id), "code": drug.code, "name": drug.display_name, "schedule": drug.schedule}

@@ -24,7 +24,6 @@ from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
 from tests.billing.factories import make_invoice, pay
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 from tests.lab.order_factories import LabTestFactory, imaging_test
-from tests.pharmacy.factories import DrugFactory
 from tests.patients.factories import (
     AllergyFactory,
     DiagnosisFactory,
@@ -34,6 +33,7 @@ from tests.patients.factories import (
     VisitFactory,
     aadhaar,
 )
+from tests.pharmacy.factories import DrugFactory
 
 
 @dataclass

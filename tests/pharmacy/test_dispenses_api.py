@@ -587,3 +587,19 @@ def test_the_list_query_count_is_pinned(client, world, django_assert_num_queries
 
     assert response.status_code == 200
     assert len(body(response)) == 3
+
+
+def test_an_idempotency_key_replays_the_dispense_instead_of_dispensing_twice(client, world):
+    batch = world.receive(world.para, "P", 10)
+    payload = {"items": [{"drug": "PARA500", "quantity": 3}]}
+
+    first = post_json(client, world.writer, DISPENSES, payload, key="dsp-1")
+    again = post_json(client, world.writer, DISPENSES, payload, key="dsp-1")
+    other = post_json(client, world.writer, DISPENSES, {"items": [{"drug": "PARA500", "quantity": 4}]}, key="dsp-1")
+
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again["Idempotent-Replayed"] == "true"
+    assert body(again) == body(first)
+    assert_problem(other, 422, "idempotency_key_reused")
+    assert Dispense.objects.count() == 1
+    assert on_hand(batch) == 7

@@ -324,3 +324,16 @@ def test_writing_off_an_expired_batch_empties_it_and_a_fresh_one_is_refused(worl
     with pytest.raises(InvalidState):
         services.batch_write_off_expired(batch=old, actor="staff:ravi")
     assert on_hand(fresh) == 5
+
+
+def test_a_transfer_into_a_batch_of_another_expiry_there_is_refused_whole(world):
+    here = world.receive(world.para, "TR1", 20, expires_in_days=300)
+    there = world.receive(world.para, "TR1", 5, expires_in_days=200, branch=world.mum)
+    before = row_counts()
+
+    with pytest.raises(FieldError) as refused:
+        services.stock_transfer(batch=here, to_branch=world.mum, quantity=8, actor="staff:ravi")
+
+    assert list(refused.value.errors) == ["to_branch"]
+    assert row_counts() == before
+    assert (on_hand(here), on_hand(there)) == (20, 5)

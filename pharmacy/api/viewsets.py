@@ -335,8 +335,8 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
             400: _INVALID,
             409: OpenApiResponse(
                 description="`prescription_required`, `not_prescribed`, `exceeds_prescription` (with `remaining`), "
-                "`batch_expired`, `insufficient_stock` (with `available`), or `invalid_state` (the prescription is "
-                "not active); each names the `drug`."
+                "`batch_expired` (with `batch`), `insufficient_stock` (with `available`), each naming the `drug`; "
+                "or `invalid_state` (with `current_status`: the prescription is not active)."
             ),
         },
         examples=[

@@ -434,6 +434,24 @@ class ControlledDrugEntry(models.Model):
         return f"{self.date} {self.dispense_number}"
 
 
+class ExpiryWarning(models.Model):
+    """That `stock.expiring` was published for a drug at a branch on a day (branch-local): the daily task
+    publishes once per drug, branch and day however often it runs."""
+
+    id = models.BigAutoField(primary_key=True)
+    drug = models.ForeignKey(Drug, on_delete=models.CASCADE, related_name="+")
+    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["drug", "branch", "day"], name="expirywarning_once_per_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.drug_id} at {self.branch_id} on {self.day}"
+
+
 class BranchYearCounter(models.Model):
     """The last number a branch issued in a calendar year, in one series (pharmacy.numbering)."""
 

@@ -48,6 +48,7 @@ from pharmacy.models import (
     DispenseReturn,
     DispenseReturnLine,
     Drug,
+    ExpiryWarning,
     MovementKind,
     Prescription,
     PrescriptionItem,
@@ -340,15 +341,20 @@ def batch_write_off_expired(*, batch: Batch, actor: str, reason: str = "Expired"
 
 def stock_expiring_publish(*, within_days: int | None = None) -> int:
     """One `stock.expiring` per drug and branch with a batch holding stock that expires within `within_days`
-    (default PHARMACY_EXPIRY_WARNING_DAYS) days of today at the branch; returns how many were published."""
+    (default PHARMACY_EXPIRY_WARNING_DAYS) days of today at the branch, at most once a day per drug and branch
+    (ExpiryWarning), so a second run of the day publishes nothing; returns how many were published."""
     days = settings.PHARMACY_EXPIRY_WARNING_DAYS if within_days is None else within_days
-    keys: dict[tuple[object, object], tuple[Branch, Drug]] = {}
+    keys: dict[tuple[uuid.UUID, uuid.UUID], tuple[Branch, Drug]] = {}
     for batch in selectors.batches_expiring(within_days=days):
         keys.setdefault((batch.branch_id, batch.drug_id), (batch.branch, batch.drug))
+    published = 0
     for branch, drug in keys.values():
         with transaction.atomic():
-            events.stock_publish(events.STOCK_EXPIRING, selectors.stock_level_of(branch=branch, drug=drug))
-    return len(keys)
+            _, first = ExpiryWarning.objects.get_or_create(drug=drug, branch=branch, day=local_today(branch.zone))
+            if first:
+                events.stock_publish(events.STOCK_EXPIRING, selectors.stock_level_of(branch=branch, drug=drug))
+                published += 1
+    return published
 
 
 # --- Prescriptions

@@ -91,18 +91,25 @@ def stock_levels(
     expiring_before: date | None = None,
 ) -> list[StockEntry]:
     """One entry per drug and visible branch that has a batch or a reorder level, by drug code then branch
-    code, in three queries: the branches, the batches holding stock (with their drugs), the reorder levels.
-    `below_reorder` keeps the entries below (true) or not below (false) their level; `expiring_before` those
-    with a batch holding stock that expires before that date."""
+    code, in four or five queries: the branches, the batches holding stock (with their drugs, from a partial
+    index: emptied batches pile up over the years and are not read), the reorder levels, the drug and branch
+    pairs whose batches are all empty, and the drugs of those. `below_reorder` keeps the entries below (true)
+    or not below (false) their level; `expiring_before` those with a batch holding stock that expires before
+    that date."""
     branches = _visible_branches(client)
     if branch_id is not None:
         branches = branches.filter(id=branch_id)
     codes = {branch.id: (branch.code, local_today(branch.zone)) for branch in branches}
-    batches = Batch.objects.filter(branch_id__in=codes).select_related("drug").order_by("expiry_date", "id")
-    levels = ReorderLevel.objects.filter(branch_id__in=codes).select_related("drug")
+    batches = Batch.objects.filter(branch_id__in=codes, quantity_on_hand__gt=0)
+    levels = ReorderLevel.objects.filter(branch_id__in=codes)
+    emptied = Batch.objects.filter(branch_id__in=codes, quantity_on_hand=0)
     if drug is not None:
-        batches, levels = batches.filter(drug__code=drug), levels.filter(drug__code=drug)
-    entries: dict[tuple[object, object], StockEntry] = {}
+        batches, levels, emptied = (
+            batches.filter(drug__code=drug),
+            levels.filter(drug__code=drug),
+            emptied.filter(drug__code=drug),
+        )
+    entries: dict[tuple[uuid.UUID, uuid.UUID], StockEntry] = {}
 
     def entry(of: Drug, at: uuid.UUID) -> StockEntry:
         key = (of.id, at)
@@ -110,12 +117,15 @@ def stock_levels(
             entries[key] = StockEntry(drug=of, branch_id=at, today=codes[at][1], reorder_level=None)
         return entries[key]
 
-    for level in levels:
+    for level in levels.select_related("drug"):
         entry(level.drug, level.branch_id).reorder_level = level.level
-    for batch in batches:
-        found = entry(batch.drug, batch.branch_id)
-        if batch.quantity_on_hand > 0:
-            found.batches.append(batch)
+    for batch in batches.select_related("drug").order_by("expiry_date", "id"):
+        entry(batch.drug, batch.branch_id).batches.append(batch)
+    empty = set(emptied.values_list("drug_id", "branch_id").distinct()) - set(entries)
+    if empty:
+        drugs = Drug.objects.in_bulk({drug_id for drug_id, _ in empty})
+        for drug_id, at in empty:
+            entry(drugs[drug_id], at)
     shown = sorted(entries.values(), key=lambda e: (e.drug.code, codes[e.branch_id][0], str(e.branch_id)))
     if below_reorder is not None:
         shown = [e for e in shown if e.below_reorder == below_reorder]

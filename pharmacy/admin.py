@@ -2,8 +2,8 @@
 batches, the stock ledger, prescriptions, dispenses and the controlled drug register read-only.
 
 Stock changes only through the services: receipts and adjustments come through the API, and the batch list's
-action writes off expired batches (pharmacy.services.batch_write_off_expired). Prescriptions are cancelled
-by an action with a reason. The register of Schedule H1 and X dispenses is exported as CSV by an action on the
+actions write off expired batches and transfer stock to another branch (pharmacy.services). Prescriptions
+are cancelled by an action with a reason. The register of Schedule H1 and X dispenses is exported as CSV by an action on the
 rows selected (filter them by branch and date first). Pages that show a patient are audited.
 """
 
@@ -13,16 +13,20 @@ import csv
 from collections.abc import Iterable
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
 from clinic.admin_audit import PatientDataAuditMixin, staff_actor
 from clinic.admin_records import NoDeleteAdminMixin, ReadOnlyAdminMixin
+from clinic.models import Branch
 from pharmacy import services
 from pharmacy.models import (
+    MAX_QUANTITY,
     Batch,
     ControlledDrugEntry,
     Dispense,
@@ -76,6 +80,12 @@ class StockMovementInline(_ReadOnlyInline):
     ordering = ("at", "id")
 
 
+class TransferForm(forms.Form):
+    to_branch = forms.ModelChoiceField(queryset=Branch.objects.filter(is_active=True).order_by("code"))
+    quantity = forms.IntegerField(min_value=1, max_value=MAX_QUANTITY, help_text="Units of each selected batch.")
+    reason = forms.CharField(max_length=500, required=False, widget=forms.TextInput(attrs={"size": 60}))
+
+
 @admin.register(Batch)
 class BatchAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     """Read-only: stock arrives by receipts (API) and changes by the ledger; expired batches are written off
@@ -90,7 +100,7 @@ class BatchAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
         "received_at",
     )
     inlines = [StockMovementInline]
-    actions = ["write_off_expired"]
+    actions = ["write_off_expired", "transfer"]
 
     @admin.display(boolean=True)
     def expired(self, batch: Batch) -> bool:
@@ -111,6 +121,37 @@ class BatchAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
             queryset.select_related("drug", "branch").order_by("expiry_date", "id"),
             lambda batch: services.batch_write_off_expired(batch=batch, actor=actor),
         )
+
+    @admin.action(description="Transfer units of the selected batches to another branch", permissions=["change"])
+    def transfer(self, request: HttpRequest, queryset: QuerySet[Batch]) -> HttpResponse | None:
+        confirmed = form_confirmation(
+            self,
+            request,
+            queryset.select_related("drug", "branch"),
+            form_class=TransferForm,
+            action="transfer",
+            title="Transfer stock",
+            intro="Move units of these batches to another branch: a transfer_out here and a transfer_in into the "
+            "batch of the same number and expiry there, in one transaction.",
+            submit_label="Transfer",
+            describe=lambda b: f"{b.drug.code} {b} at {b.branch.code}: {b.quantity_on_hand} on hand",
+        )
+        if isinstance(confirmed, TemplateResponse):
+            return confirmed
+        actor = staff_actor(request)
+        apply_to_each(
+            self,
+            request,
+            queryset.select_related("drug", "branch").order_by("id"),
+            lambda batch: services.stock_transfer(
+                batch=batch,
+                to_branch=confirmed["to_branch"],
+                quantity=confirmed["quantity"],
+                actor=actor,
+                reason=confirmed["reason"],
+            ),
+        )
+        return None
 
 
 @admin.register(StockMovement)

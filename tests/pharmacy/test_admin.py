@@ -137,3 +137,29 @@ def test_the_cancel_action_cancels_with_a_reason_through_the_service(admin_clien
     assert response.status_code == 200
     prescription.refresh_from_db()
     assert (prescription.status, prescription.cancellation_reason) == ("cancelled", "Duplicate")
+
+
+def test_the_transfer_action_moves_units_through_the_service(admin_client, world):
+    batch = world.receive(world.para, "TR1", 20)
+
+    page = admin_client.post("/admin/pharmacy/batch/", {"action": "transfer", "_selected_action": [batch.pk]})
+    response = admin_client.post(
+        "/admin/pharmacy/batch/",
+        {
+            "action": "transfer",
+            "_selected_action": [batch.pk],
+            "to_branch": world.mum.pk,
+            "quantity": 8,
+            "reason": "Rebalance",
+            "confirm": "yes",
+        },
+        follow=True,
+    )
+
+    assert page.status_code == 200
+    assert b"Transfer stock" in page.content
+    assert response.status_code == 200
+    there = batch.__class__.objects.get(branch=world.mum, batch_number="TR1")
+    assert (on_hand(batch), on_hand(there)) == (12, 8)
+    kinds = list(StockMovement.objects.filter(kind__startswith="transfer").values_list("kind", "quantity", "actor"))
+    assert sorted(kinds) == [("transfer_in", 8, "staff:admin"), ("transfer_out", -8, "staff:admin")]

@@ -3,6 +3,23 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+# The register of Schedule H1 and X dispenses is a statutory record: written once, never rewritten (its
+# DELETE is refused since 0001).
+REGISTER_KEPT = """
+CREATE FUNCTION pharmacy_controlleddrugentry_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the controlled drug register is never rewritten: UPDATE of entry % refused', OLD.id
+        USING ERRCODE = 'restrict_violation';
+END;
+$$;
+CREATE TRIGGER pharmacy_controlleddrugentry_kept BEFORE UPDATE ON pharmacy_controlleddrugentry
+    FOR EACH ROW EXECUTE FUNCTION pharmacy_controlleddrugentry_kept();
+"""
+DROP_REGISTER_KEPT = """
+DROP TRIGGER IF EXISTS pharmacy_controlleddrugentry_kept ON pharmacy_controlleddrugentry;
+DROP FUNCTION IF EXISTS pharmacy_controlleddrugentry_kept();
+"""
+
 
 class Migration(migrations.Migration):
 
@@ -37,4 +54,5 @@ class Migration(migrations.Migration):
             model_name='expirywarning',
             constraint=models.UniqueConstraint(fields=('drug', 'branch', 'day'), name='expirywarning_once_per_day'),
         ),
+        migrations.RunSQL(REGISTER_KEPT, DROP_REGISTER_KEPT),
     ]

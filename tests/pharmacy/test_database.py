@@ -13,11 +13,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from clinic.db import violated_constraint
+from pharmacy import services
 from pharmacy.models import (
     Batch,
     ControlledDrugEntry,
     Dispense,
     DispenseLine,
+    DispenseReturn,
+    DispenseReturnLine,
     MovementKind,
     Prescription,
     PrescriptionItem,
@@ -148,11 +151,29 @@ def test_the_ledger_refuses_updates_and_deletes(world, sql):
     assert on_hand(batch) == 5
 
 
-@pytest.mark.parametrize("model", [Batch, Prescription, PrescriptionItem, Dispense, DispenseLine, ControlledDrugEntry])
+@pytest.mark.parametrize(
+    "model",
+    [
+        Batch,
+        Prescription,
+        PrescriptionItem,
+        Dispense,
+        DispenseLine,
+        DispenseReturn,
+        DispenseReturnLine,
+        ControlledDrugEntry,
+    ],
+)
 def test_records_are_never_deleted_even_by_raw_sql(world, model):
     world.receive(world.alpraz, "A1", 10)
     prescription = world.prescribe((world.alpraz, 4))
-    world.dispense((world.alpraz, 2), prescription=prescription)
+    dispense = world.dispense((world.alpraz, 2), prescription=prescription)
+    services.dispense_return(
+        dispense=dispense,
+        items=[services.ReturnItem(line_id=dispense.lines.get().id, quantity=1)],
+        reason="Spare",
+        returned_by="test",
+    )
     before = model.objects.count()
     assert before >= 1
 
@@ -181,3 +202,15 @@ def test_a_drug_takes_only_a_statutory_gst_rate_and_a_digit_hsn_code(world):
     with pytest.raises(IntegrityError) as exc, transaction.atomic():
         type(world.para).objects.filter(pk=world.para.pk).update(hsn_code="3004A")
     assert violated_constraint(exc.value) == "drug_hsn_code_digits"
+
+
+def test_the_controlled_drug_register_is_never_rewritten(world):
+    world.receive(world.morph, "M1", 5)
+    prescription = world.prescribe((world.morph, 2))
+    world.dispense((world.morph, 2), prescription=prescription)
+
+    with pytest.raises(IntegrityError) as exc, transaction.atomic():
+        raw_sql("UPDATE pharmacy_controlleddrugentry SET quantity = 1")
+
+    assert _sqlstate(exc) == REFUSED
+    assert list(ControlledDrugEntry.objects.values_list("quantity", flat=True)) == [2]

@@ -278,7 +278,9 @@ class DispenseLine(TypedDict):
     expiry_date: DateText
     quantity: int
     returned_quantity: Annotated[int, Doc("Units of this line brought back so far.")]
-    unit_price: Annotated[Decimal, Money, Doc("The batch's MRP per unit (tax included).")]
+    unit_price: Annotated[
+        Decimal, Money, Doc("The batch's MRP per unit: the rate a billed dispense's invoice line carries.")
+    ]
     amount: Annotated[Decimal, Money, Doc("quantity x unit_price.")]
     prescription_item_id: Annotated[str | None, Format.UUID]
 

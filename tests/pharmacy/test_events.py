@@ -170,3 +170,14 @@ def test_the_events_reach_a_real_receiver_signed(client, world, receiver, queued
             "data": _data(event),
         }
     assert b'"total":4.00' in received[0].body
+
+
+def test_a_transfer_out_that_crosses_the_level_is_announced_for_the_source_branch(world):
+    batch = world.receive(world.para, "T", 12)
+    world.reorder(world.para, 10)
+    world.reorder(world.para, 10, branch=world.mum)
+
+    services.stock_transfer(batch=batch, to_branch=world.mum, quantity=5, actor="staff:ravi")
+
+    (event,) = _events(STOCK_BELOW_REORDER)
+    assert (event.branch_ref, _data(event)["stock"]["on_hand"]) == (world.blr.id, 7)

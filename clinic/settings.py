@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
@@ -59,6 +60,7 @@ INSTALLED_APPS = [
     "appointments",
     "billing",
     "lab",
+    "pharmacy",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",
@@ -284,6 +286,8 @@ SPECTACULAR_SETTINGS = {
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "AppointmentStatusEnum": "appointments.models.Appointment.Status",
         "TaxCategoryEnum": "billing.tax.TaxCategory",
+        "StockMovementKindEnum": "pharmacy.models.MovementKind",
+        "KindEnum": "lab.models.TestKind",
     },
 }
 
@@ -346,6 +350,13 @@ CELERY_BEAT_SCHEDULE["relay-webhook-deliveries"] = {
     "task": "integrations.tasks.relay_webhook_deliveries",
     "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
     "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},  # a backlog of relay runs is pointless
+}
+# Pharmacy (CONTRACT section 15): `stock.expiring` is published daily for batches expiring within this many
+# days; the beat runs it at 06:00 India time.
+PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minimum=1, maximum=730)
+CELERY_BEAT_SCHEDULE["pharmacy-stock-expiring"] = {
+    "task": "pharmacy.tasks.stock_expiring_notify",
+    "schedule": crontab(minute=30, hour=0),
 }
 CELERY_BEAT_SCHEDULE["purge-webhook-events"] = {
     "task": "integrations.tasks.purge_webhook_events",

@@ -23,6 +23,7 @@ api_v1 = [
     path("", include("appointments.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("lab.api.urls")),
+    path("", include("pharmacy.api.urls")),
 ]
 
 urlpatterns = [

@@ -19,7 +19,7 @@ from clinic.records import record_change_write
 from patients import events, locks
 from patients.errors import DuplicatePatient
 from patients.identifiers import format_patient_id
-from patients.models import Insurance, Patient
+from patients.models import Insurance, Medication, Patient
 
 PATIENT_NUMBER_SEQUENCE = "patients_patient_number_seq"
 # The ABHA number column's unique constraint, as PostgreSQL named it when migration 0001 created the table.
@@ -309,3 +309,32 @@ def patient_merge(*, source: Patient, target: Patient, by: str, reason: str) -> 
     )
     events.publish(events.PATIENT_UPDATED, target)
     return target
+
+
+# --- Current medications written by other apps (a prescription's drugs: pharmacy.services)
+
+
+@transaction.atomic
+def medication_start(
+    *, patient: Patient, name: str, dosage: str, frequency: str, start_date: date, end_date: date | None = None
+) -> Medication:
+    """Add a current medication to the patient's profile (until `end_date`, inclusive, or open-ended). The
+    caller keeps the link to its source (a prescription item points at the row it started)."""
+    return Medication.objects.create(
+        patient=patient,
+        name=name[:100],
+        dosage=dosage[:50],
+        frequency=frequency[:50],
+        start_date=start_date,
+        end_date=end_date,
+    )
+
+
+@transaction.atomic
+def medication_end(*, medication: Medication, end_date: date) -> Medication:
+    """Stop a medication: it shows in the profile up to `end_date` (the profile lists those ending today or
+    later), never after. Ending it earlier than planned only; an end already earlier is kept."""
+    if medication.end_date is None or medication.end_date > end_date:
+        medication.end_date = end_date
+        medication.save(update_fields=["end_date", "updated_at"])
+    return medication

@@ -42,6 +42,16 @@ PROBLEM_EXTRA_PROPERTIES: dict[str, dict[str, Any]] = {
     },
     "payment_mode": {"type": "string", "description": "`duplicate_payment`: the mode of the existing payment."},
     "reference": {"type": "string", "description": "`duplicate_payment`: the reference of the existing payment."},
+    "drug": {
+        "type": "string",
+        "description": "`insufficient_stock`, `exceeds_prescription`, `prescription_required`, `not_prescribed`, "
+        "`batch_expired`: the drug's code.",
+    },
+    "available": {"type": "integer", "description": "`insufficient_stock`: the units on hand."},
+    "remaining": {"type": "integer", "description": "`exceeds_prescription`: the units the item still allows."},
+    "batch": {"type": "string", "description": "`batch_expired`: the batch number."},
+    "line_id": {"type": "string", "format": "uuid", "description": "`exceeds_dispensed`: the dispense line."},
+    "returnable": {"type": "integer", "description": "`exceeds_dispensed`: the units that may still come back."},
 }
 
 PROBLEM_SCHEMA: dict[str, Any] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -73,6 +74,16 @@ def _list_patients(site: Site, body: Any) -> list[Any]:
 def _lab_order(site: Site) -> Any:
     assert site.lab_order is not None
     return site.lab_order
+
+
+def _prescription(site: Site) -> Any:
+    assert site.prescription is not None
+    return site.prescription
+
+
+def _dispense(site: Site) -> Any:
+    assert site.dispense is not None
+    return site.dispense
 
 
 def _today() -> str:
@@ -456,6 +467,148 @@ CASES: dict[str, Case] = {
     ),
     # --- lab
     "lab_tests_list": Case(_lab_tests, 200),
+    # --- pharmacy
+    "pharmacy_drugs_list": Case(lambda of, w: Call("GET", "/api/v1/pharmacy/drugs", {"schedule": "H"}), 200),
+    "pharmacy_stock_list": Case(
+        lambda of, w: Call("GET", "/api/v1/pharmacy/stock", {"branch_id": str(of("branch_id").branch.id)}),
+        200,
+        refused={"branch_id": Refusal.FIELD},
+    ),
+    "pharmacy_stock_receipts": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/pharmacy/stock/receipts",
+            body={
+                "branch_id": str(of("branch_id").branch.id),
+                "drug": "AMOX500",
+                "batch_number": "AMX27",
+                "expiry_date": (DAY + timedelta(days=500)).isoformat(),
+                "quantity": 50,
+                "unit_cost": 5,
+                "mrp": 8.5,
+            },
+        ),
+        201,
+        refused={"branch_id": Refusal.FIELD},
+    ),
+    "pharmacy_stock_adjustments": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/pharmacy/stock/adjustments",
+            body={
+                "branch_id": str(of("branch_id").branch.id),
+                "drug": "AMOX500",
+                "batch_number": "AMX26",
+                "quantity": -1,
+                "reason": "Strip damaged",
+            },
+        ),
+        201,
+        refused={"branch_id": Refusal.FIELD},
+    ),
+    "pharmacy_prescriptions_list": Case(
+        lambda of, w: Call(
+            "GET",
+            "/api/v1/pharmacy/prescriptions",
+            {"patient_id": str(of("patient_id").patient.id), "branch_id": str(of("branch_id").branch.id)},
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"patient_id": Refusal.FIELD, "branch_id": Refusal.FIELD},
+    ),
+    "pharmacy_prescriptions_create": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/pharmacy/prescriptions",
+            body={
+                "patient_id": of("patient_id").patient.patient_id,
+                "branch_id": str(of("branch_id").branch.id),
+                "doctor_id": str(of("doctor_id").doctor.id),
+                "appointment_id": str(of("appointment_id").booked.id),
+                "items": [
+                    {
+                        "drug": "AMOX500",
+                        "dose": "1 capsule",
+                        "frequency": "three times a day",
+                        "route": "oral",
+                        "duration_days": 5,
+                        "quantity": 15,
+                    }
+                ],
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={
+            "patient_id": Refusal.FIELD,
+            "branch_id": Refusal.FIELD,
+            "doctor_id": Refusal.FIELD,
+            "appointment_id": Refusal.FIELD,
+        },
+    ),
+    "pharmacy_prescriptions_retrieve": Case(
+        lambda of, w: Call("GET", f"/api/v1/pharmacy/prescriptions/{_prescription(of('id')).id}"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "pharmacy_prescriptions_cancel": Case(
+        lambda of, w: Call(
+            "POST", f"/api/v1/pharmacy/prescriptions/{_prescription(of('id')).id}/cancel", body={"reason": "Wrong drug"}
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "pharmacy_dispenses_list": Case(
+        lambda of, w: Call(
+            "GET",
+            "/api/v1/pharmacy/dispenses",
+            {
+                "patient_id": str(of("patient_id").patient.id),
+                "branch_id": str(of("branch_id").branch.id),
+                "prescription_id": str(_prescription(of("prescription_id")).id),
+            },
+        ),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"patient_id": Refusal.FIELD, "branch_id": Refusal.FIELD, "prescription_id": Refusal.FIELD},
+    ),
+    "pharmacy_dispenses_create": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/pharmacy/dispenses",
+            body={
+                "branch_id": str(of("branch_id").branch.id),
+                "prescription_id": str(_prescription(of("prescription_id")).id),
+                "patient_id": of("patient_id").patient.patient_id,
+                "items": [{"drug": "AMOX500", "quantity": 3}],
+                "bill": True,
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={"patient_id": Refusal.FIELD, "branch_id": Refusal.FIELD, "prescription_id": Refusal.FIELD},
+    ),
+    "pharmacy_dispenses_retrieve": Case(
+        lambda of, w: Call("GET", f"/api/v1/pharmacy/dispenses/{_dispense(of('id')).id}"),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "pharmacy_dispenses_returns": Case(
+        lambda of, w: Call(
+            "POST",
+            f"/api/v1/pharmacy/dispenses/{_dispense(of('id')).id}/returns",
+            body={
+                "reason": "Course changed",
+                "lines": [{"line_id": str(_dispense(of("id")).lines.get().id), "quantity": 1}],
+            },
+        ),
+        201,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
     # --- OAuth (plain Django views, no scope and no branch)
     "auth_token": Case(
         lambda of, w: Call(

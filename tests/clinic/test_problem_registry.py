@@ -47,6 +47,11 @@ EXPECTED = {
     "not_found": (404, "Not found", "No such resource, or not visible to this client."),
     "method_not_allowed": (405, "Method not allowed", "See the Allow header."),
     "not_acceptable": (406, "Not acceptable", "The API produces application/json only."),
+    "batch_expired": (
+        409,
+        "Batch expired",
+        "The named batch has expired (its expiry date is not after today at the branch): never dispensed.",
+    ),
     "cancellation_window": (
         409,
         "Inside the cancellation window",
@@ -69,21 +74,50 @@ EXPECTED = {
         "Duplicate refund",
         "The invoice already has a refund with this payment_mode and reference.",
     ),
+    "exceeds_dispensed": (
+        409,
+        "Exceeds what was dispensed",
+        "More units returned than were dispensed on the line less those already returned; `line_id` names the line "
+        "and `returnable` what may still come back.",
+    ),
+    "exceeds_prescription": (
+        409,
+        "Exceeds the prescription",
+        "More units than the prescription item still allows (prescribed less dispensed, returns added back). `drug` "
+        "names the drug and `remaining` what may still be dispensed.",
+    ),
     "idempotency_key_in_use": (
         409,
         "Idempotency key in use",
         "A request with this Idempotency-Key is still being processed.",
+    ),
+    "insufficient_stock": (
+        409,
+        "Insufficient stock",
+        "More units were asked for than are on hand: of the drug's non-expired batches at the branch, or of the named "
+        "batch. `drug` names the drug and `available` (an integer) what is on hand.",
     ),
     "invalid_state": (
         409,
         "Invalid state",
         "The operation is not allowed in the resource's current status; see current_status.",
     ),
+    "not_prescribed": (
+        409,
+        "Not on the prescription",
+        "A dispense against a prescription may only hand over the prescription's drugs; `drug` names the drug. "
+        "Dispense anything else separately (an OTC drug without the prescription).",
+    ),
     "outside_allowed_time": (
         409,
         "Not allowed at this time",
         "The status change is not allowed yet or any more: check-in only on the appointment's local day, no-show "
         "only once it has started. See allowed_from (and allowed_until).",
+    ),
+    "prescription_required": (
+        409,
+        "Prescription required",
+        "Schedule H, H1 and X drugs are dispensed against a prescription only; `drug` names the drug.",
     ),
     "record_not_deletable": (
         409,

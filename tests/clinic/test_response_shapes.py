@@ -12,7 +12,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlparse
@@ -22,11 +22,14 @@ from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from pharmacy.models import Batch, ReorderLevel
+from pharmacy.services import ReturnItem, dispense_return, prescription_cancel, stock_receive
 from tests.appointments.lifecycle_helpers import DAY
 from tests.clinic import operation_cases as cases
 from tests.clinic.documented_operations import DOCUMENT, OPERATIONS, Operation
 from tests.clinic.two_branches import World, seed_world
 from tests.lab.catalogue import seed_catalogue
+from tests.pharmacy.factories import DrugFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +101,49 @@ def _validator(operation: Operation, status: int, media_type: str) -> Draft20201
     return Draft202012Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=REGISTRY, format_checker=FORMATS)
 
 
+def _otc_stock(w: World) -> None:
+    """An OTC drug with a batch at home, and an expired one (the world's drug is Schedule H)."""
+    drug = DrugFactory(code="PARA500", generic_name="Paracetamol", brand_name="Crocin")
+    stock_receive(
+        branch=w.home.branch,
+        drug=drug,
+        batch_number="P1",
+        expiry_date=DAY + timedelta(days=300),
+        quantity=20,
+        unit_cost=Decimal(1),
+        mrp=Decimal(2),
+        actor="test",
+    )
+    expire(w.home.branch, drug, "P0")
+    ReorderLevel.objects.create(drug=drug, branch=w.home.branch, level=50)
+
+
+def expire(branch: Any, drug: Any, number: str) -> None:
+    movement = stock_receive(
+        branch=branch,
+        drug=drug,
+        batch_number=number,
+        expiry_date=DAY + timedelta(days=30),
+        quantity=3,
+        unit_cost=Decimal(1),
+        mrp=Decimal(2),
+        actor="test",
+    )
+    Batch.objects.filter(pk=movement.batch_id).update(expiry_date=DAY - timedelta(days=400))
+
+
+def _returned(w: World) -> Any:
+    dispense = w.home.dispense
+    assert dispense is not None
+    dispense_return(
+        dispense=dispense,
+        items=[ReturnItem(line_id=dispense.lines.get().id, quantity=1)],
+        reason="Spare",
+        returned_by="test",
+    )
+    return dispense
+
+
 # Further successful calls of some operations, for what the table's one call does not reach: null members,
 # other states, the unfiltered lists and search.
 VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
@@ -131,6 +177,32 @@ VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
         "lab_tests_list",
         "lab and imaging, nulls",
         lambda w: (seed_catalogue(), cases.Call("GET", "/api/v1/lab/tests"))[1],
+    ),
+    (
+        "pharmacy_dispenses_create",
+        "over the counter, no patient",
+        lambda w: (
+            _otc_stock(w),
+            cases.Call("POST", "/api/v1/pharmacy/dispenses", body={"items": [{"drug": "PARA500", "quantity": 2}]}),
+        )[1],
+    ),
+    (
+        "pharmacy_stock_list",
+        "expired batches and reorder levels",
+        lambda w: (_otc_stock(w), cases.Call("GET", "/api/v1/pharmacy/stock"))[1],
+    ),
+    (
+        "pharmacy_dispenses_retrieve",
+        "with a return",
+        lambda w: cases.Call("GET", f"/api/v1/pharmacy/dispenses/{_returned(w).id}"),
+    ),
+    (
+        "pharmacy_prescriptions_list",
+        "cancelled",
+        lambda w: (
+            prescription_cancel(prescription=w.home.prescription, reason="Wrong"),
+            cases.Call("GET", "/api/v1/pharmacy/prescriptions"),
+        )[1],
     ),
     ("billing_invoices_list", "draft and paid", lambda w: cases.Call("GET", "/api/v1/billing/invoices")),
     ("billing_invoices_retrieve", "draft", lambda w: cases.Call("GET", f"/api/v1/billing/invoices/{w.home.draft.id}")),

@@ -17,6 +17,8 @@ from billing.services import CreditLineInput, credit_note_issue
 from integrations.clients.scopes import SCOPES
 from lab.models import LabOrder, Priority
 from lab.services import lab_order_create
+from pharmacy.models import Batch, Dispense, Prescription
+from pharmacy.services import DispenseItem, PrescribedItem, dispense_record, prescription_create, stock_receive
 from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
 from tests.billing.factories import make_invoice, pay
@@ -31,6 +33,7 @@ from tests.patients.factories import (
     VisitFactory,
     aadhaar,
 )
+from tests.pharmacy.factories import DrugFactory
 
 
 @dataclass
@@ -50,12 +53,22 @@ class Site:
     finalized: Invoice
     credit_note: CreditNote  # 10.00 of the finalized invoice's line credited
     lab_order: LabOrder | None = None  # `patient`'s CBC and chest X-ray, ordered (nothing collected)
+    # The pharmacy: a batch AMX26 of AMOX500 (100 received), `patient`'s prescription of 20 AMOX500 and a
+    # dispense of 2 of them (the drug catalogue is shared by the network).
+    batch: Batch | None = None
+    prescription: Prescription | None = None
+    dispense: Dispense | None = None
 
     def ids(self) -> set[str]:
         """The ids of every object bound to this branch (departments are shared by the network)."""
         objects = [self.branch, self.doctor, self.patient, self.plain, self.booked, self.started, self.checked_in]
         lab = [self.lab_order] if self.lab_order is not None else []
-        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note, *lab]}
+        pharmacy = [obj for obj in (self.batch, self.prescription, self.dispense) if obj is not None]
+        if self.prescription is not None:
+            pharmacy += list(self.prescription.items.all())
+        if self.dispense is not None:
+            pharmacy += list(self.dispense.lines.all())
+        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note, *lab, *pharmacy]}
 
 
 @dataclass
@@ -143,8 +156,45 @@ def _site(code: str, state: str, gstin: str, number: int) -> Site:
         priority=Priority.ROUTINE,
         ordered_by="seed",
     )
+    amox = DrugFactory(code="AMOX500", generic_name="Amoxicillin", strength="500 mg", schedule="H", unit="capsule")
+    batch = stock_receive(
+        branch=branch,
+        drug=amox,
+        batch_number="AMX26",
+        expiry_date=DAY + timedelta(days=365),
+        quantity=100,
+        unit_cost=Decimal("5.00"),
+        mrp=Decimal("8.50"),
+        actor="seed",
+    ).batch
+    prescription = prescription_create(
+        branch=branch,
+        patient=patient,
+        doctor=doctor,
+        items=[PrescribedItem(drug=amox, dose="1", frequency="tds", route="oral", duration_days=7, quantity=20)],
+        created_by="seed",
+    )
+    dispense = dispense_record(
+        branch=branch,
+        items=[DispenseItem(drug=amox, quantity=2)],
+        prescription=prescription,
+        dispensed_by="seed",
+    )
     return Site(
-        branch, doctor, patient, plain, booked, started, checked_in, draft, finalized, credit_note, lab_order=lab_order
+        branch,
+        doctor,
+        patient,
+        plain,
+        booked,
+        started,
+        checked_in,
+        draft,
+        finalized,
+        credit_note,
+        lab_order=lab_order,
+        batch=batch,
+        prescription=prescription,
+        dispense=dispense,
     )
 
 

@@ -18,6 +18,7 @@ from clinic.models import Branch, Department, Doctor
 from lab.devdata.demo import seed_demo_lab
 from lab.devdata.demo_orders import seed_demo_lab_orders
 from patients.devdata.demo import seed_demo_patients
+from pharmacy.devdata.demo import seed_demo_pharmacy
 
 DEMO_PATIENTS = 20
 
@@ -85,6 +86,7 @@ class Command(BaseCommand):
         billing = seed_demo_billing(branches=list(branches.values()), patients=patients)
         lab = seed_demo_lab()
         lab.update(seed_demo_lab_orders(branches=list(branches.values()), doctors=doctors, patients=patients))
+        pharmacy = seed_demo_pharmacy(branches=list(branches.values()), doctors=doctors, patients=patients)
         manifest: dict[str, list[dict[str, Any]]] = {
             "branches": [
                 {
@@ -127,6 +129,7 @@ class Command(BaseCommand):
         }
         manifest.update(billing)
         manifest.update(lab)
+        manifest.update(pharmacy)
         if options["json"]:
             self.stdout.write(json.dumps(manifest))
             return

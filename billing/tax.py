@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, ROUND_UP, Decimal
 
 from django.db import models
 
@@ -69,6 +69,36 @@ def default_tax_category(rate: Decimal) -> str:
 def round_money(value: Decimal) -> Decimal:
     """Half-up to two places: 0.005 -> 0.01, 0.015 -> 0.02 (never banker's rounding)."""
     return value.quantize(PAISA, rounding=ROUND_HALF_UP)
+
+
+@dataclass(frozen=True)
+class InclusivePrice:
+    """A line's rate and discount such that the line's amount (taxable + tax) is its tax-inclusive price."""
+
+    rate: Decimal
+    discount: Decimal
+
+
+def inclusive_price_line(*, unit_price: Decimal, quantity: Decimal, tax_rate: Decimal) -> InclusivePrice:
+    """The rate and discount of a line of goods sold at a tax-inclusive price (a drug's MRP): the amount the
+    patient pays, taxable value plus the tax on it, is the price times the quantity, never more (the law
+    forbids charging above MRP) and short of it by at most a paisa when no taxable value in whole paise adds
+    up exactly. The rate is the taxable value per unit rounded up to the paisa; the discount, less than a
+    paisa per unit, brings quantity x rate back down to the taxable value."""
+    total = round_money(unit_price * quantity)
+    if tax_rate == 0 or quantity <= 0:
+        return InclusivePrice(rate=round_money(unit_price), discount=ZERO)
+
+    def amount(taxable: Decimal) -> Decimal:
+        return taxable + round_money(taxable * tax_rate / HUNDRED)
+
+    taxable = (total * HUNDRED / (HUNDRED + tax_rate)).quantize(PAISA, rounding=ROUND_DOWN)
+    while amount(taxable + PAISA) <= total:
+        taxable += PAISA
+    while taxable > 0 and amount(taxable) > total:
+        taxable -= PAISA
+    rate = (taxable / quantity).quantize(PAISA, rounding=ROUND_UP)
+    return InclusivePrice(rate=rate, discount=round_money(quantity * rate) - taxable)
 
 
 class DiscountTooLarge(ValueError):

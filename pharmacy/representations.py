@@ -279,7 +279,9 @@ class DispenseLine(TypedDict):
     quantity: int
     returned_quantity: Annotated[int, Doc("Units of this line brought back so far.")]
     unit_price: Annotated[
-        Decimal, Money, Doc("The batch's MRP per unit: the rate a billed dispense's invoice line carries.")
+        Decimal,
+        Money,
+        Doc("The batch's MRP per unit, GST included: what a billed dispense's invoice line adds up to per unit."),
     ]
     amount: Annotated[Decimal, Money, Doc("quantity x unit_price.")]
     prescription_item_id: Annotated[str | None, Format.UUID]

@@ -22,7 +22,7 @@ from django.utils import timezone
 from appointments.models import Appointment
 from billing import services as billing_services
 from billing.models import Invoice
-from billing.tax import TaxCategory
+from billing.tax import TaxCategory, inclusive_price_line
 from clinic.db import violated_constraint
 from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, Department, Doctor
@@ -593,7 +593,8 @@ def _pharmacy_department() -> Department:
 
 
 def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) -> Invoice:
-    """One invoice line per drug and price (quantity, rate = the batch MRP, HSN, GST rate, taxable goods) on
+    """One invoice line per drug and price (quantity, HSN, GST rate, taxable goods; the MRP is what the patient
+    pays for each unit, GST included: billing.tax.inclusive_price_line) on
     the patient's open draft at the branch (the latest), or a new draft; only through billing.services."""
     department = _pharmacy_department()
     grouped: dict[tuple[object, Decimal], tuple[Drug, int]] = {}
@@ -601,18 +602,22 @@ def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) ->
         key = (line.drug_id, line.unit_price)
         drug, quantity = grouped.get(key, (line.drug, 0))
         grouped[key] = (drug, quantity + line.quantity)
-    inputs = [
-        billing_services.LineInput(
-            service_name=f"{drug.display_name} ({drug.code})"[:200],
-            department=department,
-            rate=price,
-            tax_rate=drug.gst_rate,
-            quantity=Decimal(quantity),
-            tax_category=TaxCategory.TAXABLE,
-            hsn_sac=drug.hsn_code,
+    inputs = []
+    for (_, price), (drug, quantity) in grouped.items():
+        # MRP includes GST: the patient pays the MRP, of which the line's taxable value and tax are parts.
+        line = inclusive_price_line(unit_price=price, quantity=Decimal(quantity), tax_rate=drug.gst_rate)
+        inputs.append(
+            billing_services.LineInput(
+                service_name=f"{drug.display_name} ({drug.code})"[:200],
+                department=department,
+                rate=line.rate,
+                discount=line.discount,
+                tax_rate=drug.gst_rate,
+                quantity=Decimal(quantity),
+                tax_category=TaxCategory.TAXABLE,
+                hsn_sac=drug.hsn_code,
+            )
         )
-        for (_, price), (drug, quantity) in grouped.items()
-    ]
     draft = (
         Invoice.objects.filter(branch=branch, patient=patient, status=Invoice.Status.DRAFT)
         .order_by("-created_at", "-id")

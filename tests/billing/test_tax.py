@@ -10,7 +10,15 @@ import pytest
 
 from billing import tax
 from billing.numbering import financial_year, format_invoice_number
-from billing.tax import DiscountTooLarge, LineTax, invoice_totals, is_interstate, line_tax
+from billing.tax import (
+    DiscountTooLarge,
+    LineTax,
+    inclusive_price_line,
+    invoice_totals,
+    is_interstate,
+    line_tax,
+    round_money,
+)
 
 D = Decimal
 
@@ -304,3 +312,39 @@ def test_random_credits_in_parts_match_an_integer_paise_implementation_and_rever
                 igst=remaining.igst - result.igst,
             )
         assert left == {"taxable": 0, "cgst": 0, "sgst": 0, "igst": 0}
+
+
+@pytest.mark.parametrize(
+    ("unit_price", "quantity", "tax_rate", "rate", "discount", "amount"),
+    [
+        ("8.50", 15, "12", "7.59", "0.01", "127.50"),
+        ("2.00", 10, "12", "1.79", "0.04", "20.00"),
+        ("118.00", 1, "18", "100.00", "0.00", "118.00"),
+        ("45.00", 3, "0", "45.00", "0.00", "135.00"),
+        ("0.01", 1, "5", "0.01", "0.00", "0.01"),
+        ("9.99", 7, "28", "7.81", "0.04", "69.93"),
+    ],
+)
+def test_an_inclusive_price_line_adds_up_to_the_price(unit_price, quantity, tax_rate, rate, discount, amount):
+    line = inclusive_price_line(unit_price=Decimal(unit_price), quantity=Decimal(quantity), tax_rate=Decimal(tax_rate))
+    figures = line_tax(
+        quantity=Decimal(quantity), rate=line.rate, discount=line.discount, tax_rate=Decimal(tax_rate), interstate=False
+    )
+
+    assert (line.rate, line.discount) == (Decimal(rate), Decimal(discount))
+    assert figures.taxable + figures.tax == Decimal(amount)
+
+
+def test_inclusive_price_lines_never_exceed_the_price_and_fall_short_by_at_most_a_paisa():
+    rng = random.Random(13)
+    for _ in range(20_000):
+        price = Decimal(rng.randint(1, 500_000)) / 100
+        quantity = Decimal(rng.randint(1, 500))
+        tax_rate = Decimal(rng.choice(["0.25", "3", "5", "12", "18", "28", "40"]))
+        line = inclusive_price_line(unit_price=price, quantity=quantity, tax_rate=tax_rate)
+        figures = line_tax(
+            quantity=quantity, rate=line.rate, discount=line.discount, tax_rate=tax_rate, interstate=rng.random() < 0.5
+        )
+        total = round_money(price * quantity)
+        assert total - Decimal("0.01") <= figures.taxable + figures.tax <= total, (price, quantity, tax_rate)
+        assert Decimal(0) <= line.discount < quantity * Decimal("0.01") + Decimal("0.01")

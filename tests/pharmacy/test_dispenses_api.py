@@ -378,37 +378,42 @@ def test_bill_true_adds_one_line_per_drug_with_hsn_and_gst_to_a_new_draft(client
             "amount",
         )
     )
+    # The MRP includes GST: 15 x 8.50 = 127.50 and 10 x 2.00 = 20.00 are what the lines add up to.
     assert lines == [
         (
             "Amoxicillin 500 mg capsule (AMOX500)",
             "Pharmacy",
             Decimal("15.000"),
-            Decimal("8.50"),
+            Decimal("7.59"),
             "30041010",
             Decimal("12.00"),
             "taxable",
-            Decimal("127.50"),
-            Decimal("7.65"),
-            Decimal("7.65"),
+            Decimal("113.84"),
+            Decimal("6.83"),
+            Decimal("6.83"),
             Decimal("0.00"),
-            Decimal("142.80"),
+            Decimal("127.50"),
         ),
         (
             "Paracetamol 500 mg tablet (PARA500)",
             "Pharmacy",
             Decimal("10.000"),
-            Decimal("2.00"),
+            Decimal("1.79"),
             "30049099",
             Decimal("12.00"),
             "taxable",
-            Decimal("20.00"),
-            Decimal("1.20"),
-            Decimal("1.20"),
+            Decimal("17.86"),
+            Decimal("1.07"),
+            Decimal("1.07"),
             Decimal("0.00"),
-            Decimal("22.40"),
+            Decimal("20.00"),
         ),
     ]
-    assert invoice.grand_total == Decimal("165.20")
+    assert list(invoice.line_items.order_by("position").values_list("discount", flat=True)) == [
+        Decimal("0.01"),
+        Decimal("0.04"),
+    ]
+    assert invoice.grand_total == Decimal("147.50")
 
 
 def test_bill_true_lands_on_the_patients_open_draft(client, world):

@@ -594,24 +594,24 @@ def _pharmacy_department() -> Department:
 
 def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) -> Invoice:
     """One invoice line per drug and price (quantity, HSN, GST rate, taxable goods; the MRP is what the patient
-    pays for each unit, GST included: billing.tax.inclusive_price_line) on
-    the patient's open draft at the branch (the latest), or a new draft; only through billing.services."""
+    pays per unit, GST included: billing.tax.inclusive_price_line) on the patient's open draft at the branch
+    (the latest), or a new draft; only through billing.services."""
     department = _pharmacy_department()
     grouped: dict[tuple[object, Decimal], tuple[Drug, int]] = {}
     for line in lines:
         key = (line.drug_id, line.unit_price)
         drug, quantity = grouped.get(key, (line.drug, 0))
         grouped[key] = (drug, quantity + line.quantity)
-    inputs = []
+    inputs: list[billing_services.LineInput] = []
     for (_, price), (drug, quantity) in grouped.items():
         # MRP includes GST: the patient pays the MRP, of which the line's taxable value and tax are parts.
-        line = inclusive_price_line(unit_price=price, quantity=Decimal(quantity), tax_rate=drug.gst_rate)
+        priced = inclusive_price_line(unit_price=price, quantity=Decimal(quantity), tax_rate=drug.gst_rate)
         inputs.append(
             billing_services.LineInput(
                 service_name=f"{drug.display_name} ({drug.code})"[:200],
                 department=department,
-                rate=line.rate,
-                discount=line.discount,
+                rate=priced.rate,
+                discount=priced.discount,
                 tax_rate=drug.gst_rate,
                 quantity=Decimal(quantity),
                 tax_category=TaxCategory.TAXABLE,

@@ -47,3 +47,17 @@ class AccessLogger(Logger):
 
 
 logger_class = AccessLogger
+
+
+def post_worker_init(worker: Any) -> None:
+    """Load every view, serializer and schema module now, then move all that survives into the permanent
+    generation (gc.freeze). Without it the collector's full passes walk the ~200,000 objects of the loaded
+    application again and again: they stopped a worker for 80-130 ms about once in twenty lab order lists
+    (p95 137 ms against p50 18 ms at 1.5 M orders), and frozen the p95 was 39 ms."""
+    import gc
+
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - imports the URLconf and through it every view module
+    gc.collect()
+    gc.freeze()

@@ -179,6 +179,8 @@ def machine(url: str) -> dict[str, Any]:
                 "billing_payment",
                 "billing_creditnote",
                 "billing_refund",
+                "lab_laborder",
+                "lab_labresult",
                 "clinic_doctor",
                 "clinic_branch",
             )

@@ -207,3 +207,20 @@ class RecordChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.content_type_id}:{self.object_id} {self.action} by {self.actor}"
+
+
+class BranchYearCounter(models.Model):
+    """The last number a branch issued in a calendar year, in one series: the abstract base of every per-branch,
+    per-year counter (lab orders and accessions, prescriptions, dispenses), which clinic.db.counter_next
+    advances. Each concrete counter adds its own unique (branch, year) constraint."""
+
+    id = models.BigAutoField(primary_key=True)
+    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
+    year = models.PositiveSmallIntegerField()
+    last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.branch_id} {self.year}: {self.last_number}"

@@ -13,7 +13,7 @@ from django.db.models import F, Func, Q
 
 from appointments.models import Appointment
 from billing.models import BillableService, Invoice
-from clinic.models import Branch, Doctor, TimeStampedModel
+from clinic.models import Branch, BranchYearCounter, Doctor, TimeStampedModel
 from patients.models import Patient
 
 
@@ -327,22 +327,6 @@ class LabResult(models.Model):
     def __str__(self) -> str:
         value = self.value_quantity if self.value_quantity is not None else self.value_text[:30]
         return f"{self.analyte or 'report'} v{self.version}: {value} {self.unit}".strip()
-
-
-class BranchYearCounter(models.Model):
-    """The last number a branch issued in a calendar year, in one series (lab.numbering takes the next with
-    clinic.db.counter_next)."""
-
-    id = models.BigAutoField(primary_key=True)
-    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
-    year = models.PositiveSmallIntegerField()
-    last_number = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        abstract = True
-
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.year}: {self.last_number}"
 
 
 class LabOrderCounter(BranchYearCounter):

@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from appointments.models import Appointment
 from billing.models import Invoice
 from billing.tax import HSN_SAC_PATTERN, STATUTORY_RATES
-from clinic.models import Branch, Doctor, TimeStampedModel
+from clinic.models import Branch, BranchYearCounter, Doctor, TimeStampedModel
 from patients.models import Medication, Patient
 
 # An absurd quantity in one request or line: more than any pharmacy holds of one drug.
@@ -456,21 +456,6 @@ class ExpiryWarning(models.Model):
 
     def __str__(self) -> str:
         return f"{self.drug_id} at {self.branch_id} on {self.day}"
-
-
-class BranchYearCounter(models.Model):
-    """The last number a branch issued in a calendar year, in one series (pharmacy.numbering)."""
-
-    id = models.BigAutoField(primary_key=True)
-    branch = models.ForeignKey(Branch, on_delete=models.CASCADE, related_name="+")
-    year = models.PositiveSmallIntegerField()
-    last_number = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        abstract = True
-
-    def __str__(self) -> str:
-        return f"{self.branch_id} {self.year}: {self.last_number}"
 
 
 class PrescriptionCounter(BranchYearCounter):

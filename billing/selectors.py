@@ -27,7 +27,7 @@ from billing.models import (
     RollupPeriod,
 )
 from clinic.errors import FieldError, NotFound
-from clinic.models import Branch, Department
+from clinic.models import Department
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
@@ -79,24 +79,6 @@ def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> I
     if invoice is None:
         raise NotFound(f"No invoice {invoice_id!r}.")
     return invoice
-
-
-def billing_branch_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
-    """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
-    serializers turn that into a 400 on branch_id)."""
-    allowed = client_branch_ids(client)
-    branch = Branch.objects.filter(id=branch_id).first()
-    if branch is None or (allowed is not None and branch.id not in allowed):
-        raise NotFound(f"No branch {branch_id} available to this client.")
-    return branch
-
-
-def invoicing_branch_default(*, client: ApiClient) -> Branch:
-    """The branch of an invoice created without branch_id: the client's only branch."""
-    allowed = client_branch_ids(client)
-    if allowed is not None and len(allowed) == 1:
-        return Branch.objects.get(id=next(iter(allowed)))
-    raise FieldError({"branch_id": "Required: this client may invoice at more than one branch."})
 
 
 def invoice_list(

@@ -7,7 +7,7 @@ from typing import cast
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from clinic.errors import NotFound
+from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Doctor
 from integrations.models import ApiClient
 
@@ -21,6 +21,25 @@ def client_branch_ids(client: ApiClient) -> frozenset[uuid.UUID] | None:
         ids = frozenset(client.branches.values_list("id", flat=True))
         client.__dict__[_BRANCH_IDS] = ids or None
     return cast(frozenset[uuid.UUID] | None, client.__dict__[_BRANCH_IDS])
+
+
+def branch_visible_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
+    """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
+    serializers turn that into a 400 on branch_id)."""
+    allowed = client_branch_ids(client)
+    branch = Branch.objects.filter(id=branch_id).first()
+    if branch is None or (allowed is not None and branch.id not in allowed):
+        raise NotFound(f"No branch {branch_id} available to this client.")
+    return branch
+
+
+def branch_only_default(*, client: ApiClient, action: str) -> Branch:
+    """The branch of a write sent without branch_id: the client's only branch; else a 400 on branch_id saying
+    the client may `action` (order, invoice, ...) at more than one branch."""
+    allowed = client_branch_ids(client)
+    if allowed is not None and len(allowed) == 1:
+        return Branch.objects.get(id=next(iter(allowed)))
+    raise FieldError({"branch_id": f"Required: this client may {action} at more than one branch."})
 
 
 def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Branch]:

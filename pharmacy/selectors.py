@@ -10,7 +10,7 @@ from django.db.models import DateField, DateTimeField, F, Func, Prefetch, Q, Que
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from clinic.errors import FieldError, NotFound
+from clinic.errors import NotFound
 from clinic.models import Branch
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
@@ -51,24 +51,6 @@ def drugs_by_code(codes: list[str]) -> dict[str, Drug]:
 
 
 # --- Branches
-
-
-def pharmacy_branch_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
-    """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
-    serializers turn that into a 400 on branch_id)."""
-    allowed = client_branch_ids(client)
-    branch = Branch.objects.filter(id=branch_id).first()
-    if branch is None or (allowed is not None and branch.id not in allowed):
-        raise NotFound(f"No branch {branch_id} available to this client.")
-    return branch
-
-
-def pharmacy_branch_default(*, client: ApiClient) -> Branch:
-    """The branch of a write sent without branch_id: the client's only branch."""
-    allowed = client_branch_ids(client)
-    if allowed is not None and len(allowed) == 1:
-        return Branch.objects.get(id=next(iter(allowed)))
-    raise FieldError({"branch_id": "Required: this client may act at more than one branch."})
 
 
 def _visible_branches(client: ApiClient) -> QuerySet[Branch]:

@@ -11,14 +11,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from billing import selectors, services, tax
+from billing import services, tax
 from billing.models import Invoice, Payment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer
-from clinic.errors import FieldError, NotFound
+from clinic.api.serializers import AsciiDecimalField, StrictSerializer, visible_branch
+from clinic.errors import FieldError
 from clinic.models import Branch
-from integrations.models import ApiClient
+from patients.api.serializers import visible_patient
 from patients.models import Patient
-from patients.selectors import patient_get
 
 MAX_LINE_ITEMS = 100
 MAX_QUANTITY = Decimal(10000)
@@ -81,24 +80,6 @@ class LineItemInputSerializer(StrictSerializer):
         return attrs
 
 
-def _client(serializer: serializers.Serializer) -> ApiClient:
-    return serializer.context["client"]
-
-
-def _patient(serializer: serializers.Serializer, ref: str) -> Patient:
-    try:
-        return patient_get(client=_client(serializer), ref=ref)
-    except NotFound:
-        raise serializers.ValidationError("No such patient available to this client.") from None
-
-
-def _branch(serializer: serializers.Serializer, branch_id: uuid.UUID) -> Branch:
-    try:
-        return selectors.billing_branch_get(client=_client(serializer), branch_id=branch_id)
-    except NotFound as exc:
-        raise serializers.ValidationError(exc.detail) from None
-
-
 def _resolve_lines(items: list[dict[str, Any]]) -> list[services.LineInput]:
     """Catalogue codes, departments and discounts of the lines, as errors nested per line (line_items.1.discount)."""
     try:
@@ -125,13 +106,13 @@ class InvoiceCreateSerializer(StrictSerializer):
     finalize = serializers.BooleanField(default=False, help_text="Finalize at once (assigns the number).")
 
     def validate_patient_id(self, value: str) -> Patient:
-        patient = _patient(self, value)
+        patient = visible_patient(self, value)
         if not patient.is_active:
             raise serializers.ValidationError("This patient record is inactive (merged or erroneous).")
         return patient
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        branch = _branch(self, value)
+        branch = visible_branch(self, value)
         if not branch.is_active:
             raise serializers.ValidationError(f"The branch {branch.code} is closed.")
         return branch
@@ -278,10 +259,10 @@ class InvoiceListParams(serializers.Serializer):
     branch_id = serializers.UUIDField(required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return _patient(self, value)
+        return visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return _branch(self, value).id
+        return visible_branch(self, value).id
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
@@ -297,7 +278,7 @@ class SummaryParams(serializers.Serializer):
     branch_id = serializers.UUIDField(required=False, help_text="Only this branch.")
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return _branch(self, value).id
+        return visible_branch(self, value).id
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["date_from"] > attrs["date_to"]:

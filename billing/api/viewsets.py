@@ -54,6 +54,7 @@ from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
+from clinic.selectors import branch_only_default
 from integrations.models import ApiClient
 
 _ID = OpenApiParameter("id", str, OpenApiParameter.PATH, description="Invoice UUID.")
@@ -158,7 +159,7 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         patient = data["patient_id"]
         self.audit_patients([patient.id])
         invoice = services.invoice_create(
-            branch=data.get("branch_id") or selectors.invoicing_branch_default(client=client),
+            branch=data.get("branch_id") or branch_only_default(client=client, action="invoice"),
             patient=patient,
             invoice_date=data.get("date"),
             line_items=data["line_items"],

@@ -8,8 +8,12 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
+from clinic.errors import NotFound
+from clinic.models import Branch
+from clinic.selectors import branch_visible_get
 from clinic.states import state_resolve
 from clinic.text import has_non_ascii_digit
+from integrations.models import ApiClient
 
 
 class StrictSerializer(serializers.Serializer):
@@ -138,3 +142,16 @@ class AsciiDecimalField(serializers.DecimalField):
         if isinstance(data, str) and has_non_ascii_digit(data):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+def client_of(field: serializers.Field) -> ApiClient:
+    """The calling API client of a serializer (or of one of its fields) built with context={"client": ...}."""
+    return field.context["client"]
+
+
+def visible_branch(field: serializers.Field, branch_id: Any) -> Branch:
+    """A branch_id of a body or query, as its branch: a 400 on the field unless the client may see it."""
+    try:
+        return branch_visible_get(client=client_of(field), branch_id=branch_id)
+    except NotFound as exc:
+        raise serializers.ValidationError(exc.detail) from None

@@ -10,37 +10,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from appointments.models import Appointment
-from clinic.api.serializers import BoundedListField, OffsetDateTimeField, StrictSerializer
-from clinic.errors import NotFound
+from clinic.api.serializers import BoundedListField, OffsetDateTimeField, StrictSerializer, client_of, visible_branch
 from clinic.models import Branch, Doctor
 from clinic.selectors import client_branch_ids
-from integrations.models import ApiClient
-from lab import selectors
 from lab.models import LabTest, OrderStatus, Priority, ResultStatus
 from lab.results import MAX_RESULTS, ResultInput
 from lab.services import MAX_TESTS
+from patients.api.serializers import visible_patient
 from patients.models import Patient
-from patients.selectors import patient_get
 
 # --- Orders
-
-
-def _client(serializer: serializers.Serializer) -> ApiClient:
-    return serializer.context["client"]
-
-
-def _patient(serializer: serializers.Serializer, ref: str) -> Patient:
-    try:
-        return patient_get(client=_client(serializer), ref=ref)
-    except NotFound:
-        raise serializers.ValidationError("No such patient available to this client.") from None
-
-
-def _branch(serializer: serializers.Serializer, branch_id: uuid.UUID) -> Branch:
-    try:
-        return selectors.lab_branch_get(client=_client(serializer), branch_id=branch_id)
-    except NotFound as exc:
-        raise serializers.ValidationError(exc.detail) from None
 
 
 class LabOrderCreateSerializer(StrictSerializer):
@@ -68,10 +47,10 @@ class LabOrderCreateSerializer(StrictSerializer):
     )
 
     def validate_patient_id(self, value: str) -> Patient:
-        return _patient(self, value)
+        return visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
     def validate_doctor_id(self, value: uuid.UUID) -> Doctor:
         doctor = Doctor.objects.filter(id=value).first()
@@ -82,7 +61,7 @@ class LabOrderCreateSerializer(StrictSerializer):
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
         if value is None:
             return None
-        allowed = client_branch_ids(_client(self))
+        allowed = client_branch_ids(client_of(self))
         appointment = Appointment.objects.filter(id=value).first()
         if appointment is None or (allowed is not None and appointment.branch_id not in allowed):
             raise serializers.ValidationError(f"No appointment {value} available to this client.")
@@ -122,10 +101,10 @@ class LabOrderListParams(serializers.Serializer):
     priority = serializers.ChoiceField(choices=Priority.choices, required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return _patient(self, value)
+        return visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

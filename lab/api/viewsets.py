@@ -17,6 +17,7 @@ from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
+from clinic.selectors import branch_only_default
 from lab import results, selectors, services
 from lab.api import schema
 from lab.api.serializers import (
@@ -105,7 +106,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         patient = data["patient_id"]
         self.audit_patients([patient.id])
         order = services.lab_order_create(
-            branch=data.get("branch_id") or selectors.lab_branch_default(client=client),
+            branch=data.get("branch_id") or branch_only_default(client=client, action="order"),
             patient=patient,
             doctor=data["doctor_id"],
             tests=data["tests"],

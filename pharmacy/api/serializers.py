@@ -11,20 +11,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from appointments.models import Appointment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer
+from clinic.api.serializers import AsciiDecimalField, StrictSerializer, client_of, visible_branch
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import client_branch_ids
-from integrations.models import ApiClient
+from patients.api.serializers import visible_patient
 from patients.models import Patient
-from patients.selectors import patient_get
 from pharmacy import selectors
 from pharmacy.models import MAX_QUANTITY, Drug, DrugForm, Prescription, PrescriptionStatus, Schedule
 from pharmacy.services import MAX_ITEMS, DispenseItem, PrescribedItem, ReturnItem
-
-
-def _client(serializer: serializers.Field | serializers.Serializer) -> ApiClient:
-    return serializer.context["client"]
 
 
 @extend_schema_field({"type": "integer"})
@@ -65,23 +60,9 @@ class OptionalBooleanField(serializers.BooleanField):
     default_empty_html = serializers.empty
 
 
-def _patient(serializer: serializers.Serializer, ref: str) -> Patient:
-    try:
-        return patient_get(client=_client(serializer), ref=ref)
-    except NotFound:
-        raise serializers.ValidationError("No such patient available to this client.") from None
-
-
-def _branch(serializer: serializers.Serializer, branch_id: uuid.UUID) -> Branch:
-    try:
-        return selectors.pharmacy_branch_get(client=_client(serializer), branch_id=branch_id)
-    except NotFound as exc:
-        raise serializers.ValidationError(exc.detail) from None
-
-
 def _prescription(serializer: serializers.Serializer, prescription_id: uuid.UUID) -> Prescription:
     try:
-        return selectors.prescription_get(client=_client(serializer), ref=str(prescription_id))
+        return selectors.prescription_get(client=client_of(serializer), ref=str(prescription_id))
     except NotFound:
         raise serializers.ValidationError(f"No prescription {prescription_id} available to this client.") from None
 
@@ -127,7 +108,7 @@ class StockListParams(serializers.Serializer):
     )
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return _branch(self, value).id
+        return visible_branch(self, value).id
 
 
 class StockReceiptSerializer(StrictSerializer):
@@ -144,7 +125,7 @@ class StockReceiptSerializer(StrictSerializer):
     )
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
 
 class StockAdjustmentSerializer(StrictSerializer):
@@ -155,7 +136,7 @@ class StockAdjustmentSerializer(StrictSerializer):
     reason = serializers.CharField(max_length=500, help_text="Why (a stock count, breakage...). Required.")
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
 
 # --- Prescriptions
@@ -188,10 +169,10 @@ class PrescriptionCreateSerializer(StrictSerializer):
     items = PrescribedItemSerializer(many=True, min_length=1, max_length=MAX_ITEMS)  # type: ignore[call-arg]
 
     def validate_patient_id(self, value: str) -> Patient:
-        return _patient(self, value)
+        return visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
     def validate_doctor_id(self, value: uuid.UUID) -> Doctor:
         doctor = Doctor.objects.filter(id=value).first()
@@ -202,7 +183,7 @@ class PrescriptionCreateSerializer(StrictSerializer):
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
         if value is None:
             return None
-        allowed = client_branch_ids(_client(self))
+        allowed = client_branch_ids(client_of(self))
         appointment = Appointment.objects.filter(id=value).first()
         if appointment is None or (allowed is not None and appointment.branch_id not in allowed):
             raise serializers.ValidationError(f"No appointment {value} available to this client.")
@@ -225,10 +206,10 @@ class _DatedListParams(serializers.Serializer):
     date_to = serializers.DateField(required=False, help_text="Created on or before this day (branch-local).")
 
     def validate_patient_id(self, value: str) -> Patient:
-        return _patient(self, value)
+        return visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return _branch(self, value).id
+        return visible_branch(self, value).id
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
@@ -272,10 +253,10 @@ class DispenseCreateSerializer(StrictSerializer):
     )
 
     def validate_patient_id(self, value: str | None) -> Patient | None:
-        return None if value is None else _patient(self, value)
+        return None if value is None else visible_patient(self, value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return _branch(self, value)
+        return visible_branch(self, value)
 
     def validate_prescription_id(self, value: uuid.UUID | None) -> Prescription | None:
         return None if value is None else _prescription(self, value)

@@ -20,6 +20,7 @@ from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import list_responses, location_header, pagination_parameters, path_id
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
+from clinic.selectors import branch_only_default
 from pharmacy import selectors, services
 from pharmacy.api import schema
 from pharmacy.api.serializers import (
@@ -123,7 +124,7 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         body = StockReceiptSerializer(data=request.data, context={"client": client})
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        branch = data.get("branch_id") or selectors.pharmacy_branch_default(client=client)
+        branch = data.get("branch_id") or branch_only_default(client=client, action="act")
         movement = services.stock_receive(
             branch=branch,
             drug=data["drug"],
@@ -162,7 +163,7 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         body = StockAdjustmentSerializer(data=request.data, context={"client": client})
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        branch = data.get("branch_id") or selectors.pharmacy_branch_default(client=client)
+        branch = data.get("branch_id") or branch_only_default(client=client, action="act")
         movement = services.stock_adjust(
             branch=branch,
             drug=data["drug"],
@@ -234,7 +235,7 @@ class PrescriptionViewSet(ClinicViewSet[PrescriptionModel]):
         patient = data["patient_id"]
         self.audit_patients([patient.id])
         prescription = services.prescription_create(
-            branch=data.get("branch_id") or selectors.pharmacy_branch_default(client=client),
+            branch=data.get("branch_id") or branch_only_default(client=client, action="act"),
             patient=patient,
             doctor=data["doctor_id"],
             items=data["items"],
@@ -373,7 +374,7 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
         if patient is not None:
             self.audit_patients([patient.id])
         dispense = services.dispense_record(
-            branch=data.get("branch_id") or selectors.pharmacy_branch_default(client=client),
+            branch=data.get("branch_id") or branch_only_default(client=client, action="act"),
             items=data["items"],
             prescription=prescription,
             patient=patient,

@@ -9,7 +9,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from clinic.errors import NotFound
-from clinic.models import Branch
+from clinic.models import Branch, Doctor
 from clinic.selectors import branch_visible_get
 from clinic.states import state_resolve
 from clinic.text import has_non_ascii_digit
@@ -155,3 +155,12 @@ def visible_branch(field: serializers.Field, branch_id: Any) -> Branch:
         return branch_visible_get(client=client_of(field), branch_id=branch_id)
     except NotFound as exc:
         raise serializers.ValidationError(exc.detail) from None
+
+
+def known_doctor(doctor_id: Any) -> Doctor:
+    """A doctor_id of a body, as its doctor (any branch: the service checks the doctor works at the write's
+    branch), or a 400 on the field."""
+    doctor = Doctor.objects.filter(id=doctor_id).first()
+    if doctor is None:
+        raise serializers.ValidationError(f"No doctor {doctor_id}.")
+    return doctor

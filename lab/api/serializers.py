@@ -9,10 +9,16 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from appointments.api.serializers import visible_appointment
 from appointments.models import Appointment
-from clinic.api.serializers import BoundedListField, OffsetDateTimeField, StrictSerializer, client_of, visible_branch
+from clinic.api.serializers import (
+    BoundedListField,
+    OffsetDateTimeField,
+    StrictSerializer,
+    known_doctor,
+    visible_branch,
+)
 from clinic.models import Branch, Doctor
-from clinic.selectors import client_branch_ids
 from lab.models import LabTest, OrderStatus, Priority, ResultStatus
 from lab.results import MAX_RESULTS, ResultInput
 from lab.services import MAX_TESTS
@@ -53,19 +59,10 @@ class LabOrderCreateSerializer(StrictSerializer):
         return visible_branch(self, value)
 
     def validate_doctor_id(self, value: uuid.UUID) -> Doctor:
-        doctor = Doctor.objects.filter(id=value).first()
-        if doctor is None:
-            raise serializers.ValidationError(f"No doctor {value}.")
-        return doctor
+        return known_doctor(value)
 
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
-        if value is None:
-            return None
-        allowed = client_branch_ids(client_of(self))
-        appointment = Appointment.objects.filter(id=value).first()
-        if appointment is None or (allowed is not None and appointment.branch_id not in allowed):
-            raise serializers.ValidationError(f"No appointment {value} available to this client.")
-        return appointment
+        return visible_appointment(self, value)
 
     def validate_tests(self, value: list[str]) -> list[LabTest]:
         """Codes to tests in the order sent; an unknown code is named by its index (tests.1)."""

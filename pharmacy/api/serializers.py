@@ -10,11 +10,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from appointments.api.serializers import visible_appointment
 from appointments.models import Appointment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer, client_of, visible_branch
+from clinic.api.serializers import AsciiDecimalField, StrictSerializer, client_of, known_doctor, visible_branch
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
-from clinic.selectors import client_branch_ids
 from patients.api.serializers import visible_patient
 from patients.models import Patient
 from pharmacy import selectors
@@ -175,19 +175,10 @@ class PrescriptionCreateSerializer(StrictSerializer):
         return visible_branch(self, value)
 
     def validate_doctor_id(self, value: uuid.UUID) -> Doctor:
-        doctor = Doctor.objects.filter(id=value).first()
-        if doctor is None:
-            raise serializers.ValidationError(f"No doctor {value}.")
-        return doctor
+        return known_doctor(value)
 
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
-        if value is None:
-            return None
-        allowed = client_branch_ids(client_of(self))
-        appointment = Appointment.objects.filter(id=value).first()
-        if appointment is None or (allowed is not None and appointment.branch_id not in allowed):
-            raise serializers.ValidationError(f"No appointment {value} available to this client.")
-        return appointment
+        return visible_appointment(self, value)
 
     def validate_items(self, value: list[dict[str, Any]]) -> list[PrescribedItem]:
         return [PrescribedItem(**item) for item in value]

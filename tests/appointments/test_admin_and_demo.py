@@ -29,6 +29,18 @@ def soon():
     return AppointmentFactory(branch=branch, slot_start=start, slot_end=start + timedelta(minutes=15))
 
 
+@pytest.fixture
+def due_today():
+    """A booked appointment on the branch's local today, starting at most 10 minutes ago: check-in is allowed
+    on the local day only, so `soon` (30 minutes ahead) cannot be checked in during the last half hour of the
+    day."""
+    branch = BranchFactory(cancellation_window_minutes=120)
+    now = timezone.localtime(timezone.now(), branch.zone)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = max(now - timedelta(minutes=10), midnight + timedelta(minutes=1))
+    return AppointmentFactory(branch=branch, slot_start=start, slot_end=start + timedelta(minutes=15))
+
+
 def act(admin_client, action: str, *appointments: Appointment, **extra: str):
     data = {"action": action, "_selected_action": [str(a.pk) for a in appointments], **extra}
     return admin_client.post(CHANGELIST, data, follow=True)
@@ -63,15 +75,15 @@ def test_staff_cancel_without_a_reason_shows_the_form_again(admin_client, soon):
     assert soon.status == "booked"
 
 
-def test_check_in_then_complete_from_the_admin_adds_a_visit(admin_client, soon):
-    act(admin_client, "check_in", soon)
-    act(admin_client, "complete", soon)
+def test_check_in_then_complete_from_the_admin_adds_a_visit(admin_client, due_today):
+    act(admin_client, "check_in", due_today)
+    act(admin_client, "complete", due_today)
 
-    soon.refresh_from_db()
-    assert (soon.status, soon.version) == ("completed", 3)
-    assert soon.visit is not None
-    assert soon.visit.patient_id == soon.patient_id
-    assert list(soon.changes.values_list("kind", "actor")) == [
+    due_today.refresh_from_db()
+    assert (due_today.status, due_today.version) == ("completed", 3)
+    assert due_today.visit is not None
+    assert due_today.visit.patient_id == due_today.patient_id
+    assert list(due_today.changes.values_list("kind", "actor")) == [
         ("checked_in", "staff:admin"),
         ("completed", "staff:admin"),
     ]

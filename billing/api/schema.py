@@ -9,6 +9,8 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiExample
 
+from clinic.api.schema import example, problem_body
+
 BRANCH = {
     "id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
     "name": "Bengaluru Central Clinic",
@@ -120,10 +122,6 @@ def _invoice(**changes: Any) -> dict[str, Any]:
     value = deepcopy(FINALIZED)
     value.update(changes)
     return value
-
-
-def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
-    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
 
 
 DRAFT_EXAMPLE = example("Draft", _invoice(invoice_number=None, status="draft"), "201")
@@ -366,31 +364,14 @@ SUMMARY_EXAMPLE = example(
 )
 
 
-def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": f"/api/v1/problems/{code}",
-        "title": title,
-        "status": status_code,
-        "detail": detail,
-        "code": code,
-        "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
-        **extra,
-    }
-
-
-def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
-    """A problem body as the example of its status on the operation's error response."""
-    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)
-
-
-INVALID_STATE_PAYMENT = _problem(
+INVALID_STATE_PAYMENT = problem_body(
     409,
     "invalid_state",
     "Invalid state",
     "Cannot pay an invoice that is draft; it must be finalized or partially_paid.",
     current_status="draft",
 )
-DUPLICATE_PAYMENT = _problem(
+DUPLICATE_PAYMENT = problem_body(
     409,
     "duplicate_payment",
     "Duplicate payment",
@@ -398,14 +379,14 @@ DUPLICATE_PAYMENT = _problem(
     payment_mode="upi",
     reference="UPI-412345678901",
 )
-OVERPAYMENT = _problem(
+OVERPAYMENT = problem_body(
     400,
     "validation_error",
     "Invalid input",
     "The request has invalid fields.",
     errors=[{"field": "amount", "code": "invalid", "message": "Cannot exceed the balance of 680.00."}],
 )
-BAD_LINE = _problem(
+BAD_LINE = problem_body(
     400,
     "validation_error",
     "Invalid input",
@@ -418,21 +399,21 @@ BAD_LINE = _problem(
         }
     ],
 )
-INVALID_STATE_EDIT = _problem(
+INVALID_STATE_EDIT = problem_body(
     409,
     "invalid_state",
     "Invalid state",
     "Cannot edit an invoice that is finalized; it must be draft.",
     current_status="finalized",
 )
-INVALID_STATE_FINALIZE = _problem(
+INVALID_STATE_FINALIZE = problem_body(
     409,
     "invalid_state",
     "Invalid state",
     "Cannot finalize an invoice that is finalized; it must be draft.",
     current_status="finalized",
 )
-INVALID_STATE_CANCEL = _problem(
+INVALID_STATE_CANCEL = problem_body(
     409,
     "invalid_state",
     "Invalid state",
@@ -440,7 +421,7 @@ INVALID_STATE_CANCEL = _problem(
     current_status="partially_paid",
 )
 
-OVERCREDIT = _problem(
+OVERCREDIT = problem_body(
     400,
     "validation_error",
     "Invalid input",
@@ -453,14 +434,14 @@ OVERCREDIT = _problem(
         }
     ],
 )
-INVALID_STATE_CREDIT = _problem(
+INVALID_STATE_CREDIT = problem_body(
     409,
     "invalid_state",
     "Invalid state",
     "Cannot credit an invoice that is draft; it must be finalized or partially_paid or paid.",
     current_status="draft",
 )
-OVERREFUND = _problem(
+OVERREFUND = problem_body(
     400,
     "validation_error",
     "Invalid input",
@@ -473,7 +454,7 @@ OVERREFUND = _problem(
         }
     ],
 )
-DUPLICATE_REFUND = _problem(
+DUPLICATE_REFUND = problem_body(
     409,
     "duplicate_refund",
     "Duplicate refund",

@@ -51,7 +51,7 @@ from billing.representations import (
     refund_result,
 )
 from clinic.api.pagination import HeaderPagination, PageParams
-from clinic.api.schema import location_header, pagination_parameters
+from clinic.api.schema import error_example, location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
 from clinic.selectors import branch_only_default
@@ -132,7 +132,7 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         parameters=[location_header("/api/v1/billing/invoices/{id}")],
         responses={201: _DETAIL, 400: _INVALID},
         examples=[
-            schema.error_example("Discount above the line", schema.BAD_LINE),
+            error_example("Discount above the line", schema.BAD_LINE),
             schema.CREATE_REQUEST,
             schema.CREATED_FINALIZED_EXAMPLE,
             schema.DRAFT_EXAMPLE,
@@ -207,7 +207,7 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         examples=[
             schema.UPDATE_REQUEST,
             schema.EDITED_EXAMPLE,
-            schema.error_example("Not a draft", schema.INVALID_STATE_EDIT),
+            error_example("Not a draft", schema.INVALID_STATE_EDIT),
         ],
     )
     def partial_update(self, request: Request, id: str) -> Response:
@@ -227,7 +227,7 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         parameters=[_ID],
         request=None,
         responses={200: _DETAIL, 404: _NOT_FOUND, 409: _NOT_A_DRAFT},
-        examples=[schema.FINALIZED_EXAMPLE, schema.error_example("Not a draft", schema.INVALID_STATE_FINALIZE)],
+        examples=[schema.FINALIZED_EXAMPLE, error_example("Not a draft", schema.INVALID_STATE_FINALIZE)],
     )
     @action(detail=True, methods=["post"])
     def finalize(self, request: Request, id: str) -> Response:
@@ -254,7 +254,7 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         examples=[
             schema.CANCEL_REQUEST,
             schema.CANCELLED_EXAMPLE,
-            schema.error_example("Already paid in part", schema.INVALID_STATE_CANCEL),
+            error_example("Already paid in part", schema.INVALID_STATE_CANCEL),
         ],
     )
     @action(detail=True, methods=["post"])
@@ -284,9 +284,9 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         examples=[
             schema.PAYMENT_REQUEST,
             schema.PAYMENT_EXAMPLE,
-            schema.error_example("More than the balance", schema.OVERPAYMENT),
-            schema.error_example("Draft invoice", schema.INVALID_STATE_PAYMENT),
-            schema.error_example("Duplicate payment", schema.DUPLICATE_PAYMENT),
+            error_example("More than the balance", schema.OVERPAYMENT),
+            error_example("Draft invoice", schema.INVALID_STATE_PAYMENT),
+            error_example("Duplicate payment", schema.DUPLICATE_PAYMENT),
         ],
     )
     @action(detail=True, methods=["post"])
@@ -348,8 +348,8 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         examples=[
             schema.CREDIT_NOTE_REQUEST,
             schema.CREDIT_NOTE_ISSUED_EXAMPLE,
-            schema.error_example("More than is left on the line", schema.OVERCREDIT),
-            schema.error_example("Draft invoice", schema.INVALID_STATE_CREDIT),
+            error_example("More than is left on the line", schema.OVERCREDIT),
+            error_example("Draft invoice", schema.INVALID_STATE_CREDIT),
         ],
     )
     @credit_notes.mapping.post
@@ -411,8 +411,8 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
         examples=[
             schema.REFUND_REQUEST,
             schema.REFUND_EXAMPLE,
-            schema.error_example("More than was paid", schema.OVERREFUND),
-            schema.error_example("Duplicate refund", schema.DUPLICATE_REFUND),
+            error_example("More than was paid", schema.OVERREFUND),
+            error_example("Duplicate refund", schema.DUPLICATE_REFUND),
         ],
     )
     @action(detail=True, methods=["post"])

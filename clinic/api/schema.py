@@ -13,7 +13,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 from clinic.api.openapi import SECURITY_SCHEME
@@ -159,3 +159,33 @@ def list_responses(item: type) -> dict[int, OpenApiResponse]:
 def path_id(description: str) -> OpenApiParameter:
     """The `{id}` of a detail path, with what it accepts."""
     return OpenApiParameter("id", str, OpenApiParameter.PATH, description=description)
+
+
+# --- Example helpers every app's api/schema.py builds its examples with
+
+
+def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
+    """A response example of one status."""
+    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
+
+
+def request_example(name: str, value: Any) -> OpenApiExample:
+    return OpenApiExample(name, request_only=True, value=value)
+
+
+def problem_body(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """A problem+json body as the API answers it (with an example request id)."""
+    return {
+        "type": f"/api/v1/problems/{code}",
+        "title": title,
+        "status": status_code,
+        "detail": detail,
+        "code": code,
+        "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
+        **extra,
+    }
+
+
+def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
+    """A problem body as the example of its status on the operation's error response."""
+    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)

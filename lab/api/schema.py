@@ -9,6 +9,8 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiExample
 
+from clinic.api.schema import example, problem_body
+
 # --- Catalogue ---------------------------------------------------------------------------------------------
 
 CBC: dict[str, Any] = {
@@ -148,27 +150,6 @@ def _cancelled() -> dict[str, Any]:
     return order
 
 
-def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
-    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
-
-
-def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": f"/api/v1/problems/{code}",
-        "title": title,
-        "status": status_code,
-        "detail": detail,
-        "code": code,
-        "request_id": "6f1d2c3b4a5e4f60a1b2c3d4e5f60718",
-        **extra,
-    }
-
-
-def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
-    """A problem body as the example of its status on the operation's error response."""
-    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)
-
-
 ORDER_CREATE_REQUEST = OpenApiExample(
     "Order a CBC and a chest X-ray, billed",
     request_only=True,
@@ -190,21 +171,21 @@ ORDER_COLLECTED_EXAMPLE = example("Collected", _collected())
 ORDER_CANCELLED_EXAMPLE = example("Cancelled", _cancelled())
 ORDER_LIST_EXAMPLE = example("Orders", [ORDER])
 
-BAD_TEST = _problem(
+BAD_TEST = problem_body(
     400,
     "validation_error",
     "Invalid input",
     "The request has invalid fields.",
     errors=[{"field": "tests.1", "code": "invalid", "message": "No test 'XR-KNEE' in the catalogue."}],
 )
-INVALID_STATE_COLLECT = _problem(
+INVALID_STATE_COLLECT = problem_body(
     409,
     "invalid_state",
     "Invalid state",
     "Cannot collect an order that is collected; it must be ordered.",
     current_status="collected",
 )
-INVALID_STATE_CANCEL = _problem(
+INVALID_STATE_CANCEL = problem_body(
     409,
     "invalid_state",
     "Invalid state",
@@ -266,14 +247,14 @@ def _resulted() -> dict[str, Any]:
 
 
 ORDER_RESULTED_EXAMPLE = example("Results recorded", _resulted(), "201")
-BAD_UNIT = _problem(
+BAD_UNIT = problem_body(
     400,
     "validation_error",
     "Invalid input",
     "The request has invalid fields.",
     errors=[{"field": "results.0.unit", "code": "invalid", "message": "Must be g/dL (UCUM), the unit of HGB."}],
 )
-INVALID_STATE_RESULT = _problem(
+INVALID_STATE_RESULT = problem_body(
     409,
     "invalid_state",
     "Invalid state",

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clinic.api.pagination import HeaderPagination, PageParams
-from clinic.api.schema import location_header, pagination_parameters
+from clinic.api.schema import error_example, location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
 from clinic.selectors import branch_only_default
@@ -87,7 +87,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         examples=[
             schema.ORDER_CREATE_REQUEST,
             schema.ORDER_CREATED_EXAMPLE,
-            schema.error_example("Unknown test", schema.BAD_TEST),
+            error_example("Unknown test", schema.BAD_TEST),
         ],
     )
     def create(self, request: Request) -> Response:
@@ -144,7 +144,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         },
         examples=[
             schema.ORDER_COLLECTED_EXAMPLE,
-            schema.error_example("Already collected", schema.INVALID_STATE_COLLECT),
+            error_example("Already collected", schema.INVALID_STATE_COLLECT),
         ],
     )
     @action(detail=True, methods=["post"])
@@ -170,7 +170,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         examples=[
             schema.ORDER_CANCEL_REQUEST,
             schema.ORDER_CANCELLED_EXAMPLE,
-            schema.error_example("Already collected", schema.INVALID_STATE_CANCEL),
+            error_example("Already collected", schema.INVALID_STATE_CANCEL),
         ],
     )
     @action(detail=True, methods=["post"])
@@ -201,8 +201,8 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
             schema.RESULTS_REQUEST,
             schema.AMEND_REQUEST,
             schema.ORDER_RESULTED_EXAMPLE,
-            schema.error_example("A unit of another analyte", schema.BAD_UNIT),
-            schema.error_example("Final already", schema.INVALID_STATE_RESULT),
+            error_example("A unit of another analyte", schema.BAD_UNIT),
+            error_example("Final already", schema.INVALID_STATE_RESULT),
         ],
     )
     @action(detail=True, methods=["post"])

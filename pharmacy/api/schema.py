@@ -7,34 +7,10 @@ from copy import deepcopy
 from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample
+from clinic.api.schema import example, problem_body, request_example
 
 BRANCH_ID = "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591"
 PATIENT = {"id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10", "patient_id": "PAT-000123", "name": "Priya Sharma"}
-
-
-def example(name: str, value: Any, status_code: str = "200") -> OpenApiExample:
-    return OpenApiExample(name, response_only=True, status_codes=[status_code], value=value)
-
-
-def request(name: str, value: Any) -> OpenApiExample:
-    return OpenApiExample(name, request_only=True, value=value)
-
-
-def _problem(status_code: int, code: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": f"/api/v1/problems/{code}",
-        "title": title,
-        "status": status_code,
-        "detail": detail,
-        "code": code,
-        "request_id": "0a1b2c3d4e5f40718293a4b5c6d7e8f9",
-        **extra,
-    }
-
-
-def error_example(name: str, problem: dict[str, Any]) -> OpenApiExample:
-    return OpenApiExample(name, response_only=True, status_codes=[str(problem["status"])], value=problem)
 
 
 # --- Catalogue and stock
@@ -111,7 +87,7 @@ STOCK: dict[str, Any] = {
 }
 STOCK_EXAMPLE = example("Stock", [STOCK])
 
-RECEIPT_REQUEST = request(
+RECEIPT_REQUEST = request_example(
     "Receive a batch",
     {
         "drug": "PARA500",
@@ -137,7 +113,7 @@ RECEIPT_EXAMPLE = example(
     },
     "201",
 )
-ADJUSTMENT_REQUEST = request(
+ADJUSTMENT_REQUEST = request_example(
     "Breakage", {"drug": "PARA500", "batch_number": "CR2611A", "quantity": -20, "reason": "Strip damaged"}
 )
 ADJUSTMENT_EXAMPLE = example(
@@ -155,14 +131,14 @@ ADJUSTMENT_EXAMPLE = example(
     },
     "201",
 )
-BAD_QUANTITY = _problem(
+BAD_QUANTITY = problem_body(
     400,
     "validation_error",
     "Invalid input",
     "The request has invalid fields.",
     errors=[{"field": "quantity", "code": "invalid", "message": "A whole number of units (a JSON integer)."}],
 )
-INSUFFICIENT_STOCK = _problem(
+INSUFFICIENT_STOCK = problem_body(
     409,
     "insufficient_stock",
     "Insufficient stock",
@@ -200,7 +176,7 @@ PRESCRIPTION: dict[str, Any] = {
     "cancelled_at": None,
     "cancellation_reason": None,
 }
-PRESCRIPTION_REQUEST = request(
+PRESCRIPTION_REQUEST = request_example(
     "Prescribe",
     {
         "patient_id": "PAT-000123",
@@ -230,9 +206,9 @@ def _cancelled() -> dict[str, Any]:
     return cancelled
 
 
-CANCEL_REQUEST = request("Cancel", {"reason": "Wrong drug"})
+CANCEL_REQUEST = request_example("Cancel", {"reason": "Wrong drug"})
 PRESCRIPTION_CANCELLED_EXAMPLE = example("Cancelled", _cancelled())
-INVALID_STATE_CANCEL = _problem(
+INVALID_STATE_CANCEL = problem_body(
     409,
     "invalid_state",
     "Invalid state",
@@ -279,11 +255,11 @@ DISPENSE: dict[str, Any] = {
     "dispensed_by": "api:Front desk",
     "created_at": "2026-11-21T10:40:00+05:30",
 }
-DISPENSE_REQUEST = request(
+DISPENSE_REQUEST = request_example(
     "Dispense a prescription and bill it",
     {"prescription_id": PRESCRIPTION["prescription_id"], "items": [{"drug": "AMOX500", "quantity": 15}], "bill": True},
 )
-OTC_REQUEST = request("Over the counter", {"items": [{"drug": "PARA500", "quantity": 10, "batch": "CR2611A"}]})
+OTC_REQUEST = request_example("Over the counter", {"items": [{"drug": "PARA500", "quantity": 10, "batch": "CR2611A"}]})
 DISPENSE_CREATED_EXAMPLE = example("Dispensed", DISPENSE, "201")
 DISPENSE_EXAMPLE = example("Dispense", DISPENSE)
 DISPENSES_EXAMPLE = example("Dispenses", [DISPENSE])
@@ -304,18 +280,18 @@ def _returned() -> dict[str, Any]:
     return returned
 
 
-RETURN_REQUEST = request(
+RETURN_REQUEST = request_example(
     "Return", {"reason": "Course changed", "lines": [{"line_id": DISPENSE["lines"][1]["line_id"], "quantity": 2}]}
 )
 RETURNED_EXAMPLE = example("Returned", _returned(), "201")
-PRESCRIPTION_REQUIRED = _problem(
+PRESCRIPTION_REQUIRED = problem_body(
     409,
     "prescription_required",
     "Prescription required",
     "AMOX500 is a Schedule H drug: dispensed against a prescription only.",
     drug="AMOX500",
 )
-EXCEEDS_PRESCRIPTION = _problem(
+EXCEEDS_PRESCRIPTION = problem_body(
     409,
     "exceeds_prescription",
     "Exceeds the prescription",
@@ -323,7 +299,7 @@ EXCEEDS_PRESCRIPTION = _problem(
     drug="AMOX500",
     remaining=5,
 )
-BATCH_EXPIRED = _problem(
+BATCH_EXPIRED = problem_body(
     409,
     "batch_expired",
     "Batch expired",
@@ -331,7 +307,7 @@ BATCH_EXPIRED = _problem(
     drug="PARA500",
     batch="CR2509X",
 )
-EXCEEDS_DISPENSED = _problem(
+EXCEEDS_DISPENSED = problem_body(
     409,
     "exceeds_dispensed",
     "Exceeds what was dispensed",

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clinic.api.pagination import HeaderPagination, PageParams
-from clinic.api.schema import list_responses, location_header, pagination_parameters, path_id
+from clinic.api.schema import error_example, list_responses, location_header, pagination_parameters, path_id
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
 from clinic.selectors import branch_only_default
@@ -111,7 +111,7 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         request=StockReceiptSerializer,
         parameters=[location_header("/api/v1/pharmacy/stock?branch_id={branch_id}&drug={drug}")],
         responses={201: _MOVEMENT, 400: _INVALID},
-        examples=[schema.RECEIPT_REQUEST, schema.RECEIPT_EXAMPLE, schema.error_example("0.5", schema.BAD_QUANTITY)],
+        examples=[schema.RECEIPT_REQUEST, schema.RECEIPT_EXAMPLE, error_example("0.5", schema.BAD_QUANTITY)],
     )
     @action(detail=False, methods=["post"])
     def receipts(self, request: Request) -> Response:
@@ -150,7 +150,7 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         examples=[
             schema.ADJUSTMENT_REQUEST,
             schema.ADJUSTMENT_EXAMPLE,
-            schema.error_example("More than on hand", schema.INSUFFICIENT_STOCK),
+            error_example("More than on hand", schema.INSUFFICIENT_STOCK),
         ],
     )
     @action(detail=False, methods=["post"])
@@ -270,7 +270,7 @@ class PrescriptionViewSet(ClinicViewSet[PrescriptionModel]):
         examples=[
             schema.CANCEL_REQUEST,
             schema.PRESCRIPTION_CANCELLED_EXAMPLE,
-            schema.error_example("Completed", schema.INVALID_STATE_CANCEL),
+            error_example("Completed", schema.INVALID_STATE_CANCEL),
         ],
     )
     @action(detail=True, methods=["post"])
@@ -344,10 +344,10 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
             schema.DISPENSE_REQUEST,
             schema.OTC_REQUEST,
             schema.DISPENSE_CREATED_EXAMPLE,
-            schema.error_example("No prescription", schema.PRESCRIPTION_REQUIRED),
-            schema.error_example("Beyond the prescription", schema.EXCEEDS_PRESCRIPTION),
-            schema.error_example("Expired batch", schema.BATCH_EXPIRED),
-            schema.error_example("Not enough stock", schema.INSUFFICIENT_STOCK),
+            error_example("No prescription", schema.PRESCRIPTION_REQUIRED),
+            error_example("Beyond the prescription", schema.EXCEEDS_PRESCRIPTION),
+            error_example("Expired batch", schema.BATCH_EXPIRED),
+            error_example("Not enough stock", schema.INSUFFICIENT_STOCK),
         ],
     )
     def create(self, request: Request) -> Response:
@@ -414,7 +414,7 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
         examples=[
             schema.RETURN_REQUEST,
             schema.RETURNED_EXAMPLE,
-            schema.error_example("More than dispensed", schema.EXCEEDS_DISPENSED),
+            error_example("More than dispensed", schema.EXCEEDS_DISPENSED),
         ],
     )
     @action(detail=True, methods=["post"])

@@ -118,7 +118,7 @@ class StockLevel(TypedDict):
 
 @dataclass
 class StockEntry:
-    """What a StockLevel is built from (pharmacy.selectors.stock_levels)."""
+    """What a StockLevel is built from (pharmacy.selectors.stock_level_page)."""
 
     drug: models.Drug
     branch_id: uuid.UUID

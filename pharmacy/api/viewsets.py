@@ -102,7 +102,10 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         `expiring_before` (a batch holding stock expires before that date). Scope: `pharmacy:read`."""
         params = StockListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
-        page = pagination.paginate(selectors.stock_levels(client=self.api_client, **pagination.filters))
+        entries, total = selectors.stock_level_page(
+            client=self.api_client, offset=pagination.offset, limit=pagination.per_page, **pagination.filters
+        )
+        page = pagination.use_page(entries, total)
         return pagination.response([stock_level_representation(entry) for entry in page])
 
     @extend_schema(

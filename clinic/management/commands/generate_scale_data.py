@@ -1,7 +1,8 @@
 """python manage.py generate_scale_data --patients N --invoices M [--seed S] [--doctors 300] [--branches 20]
-[--appointments A] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7), with
+[--appointments A] [--drugs 2000] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7), with
 credit notes and refunds on about 2 % of the invoices (CONTRACT section 13), and lab orders with their results
-(about 1.2 per completed appointment; issue 16).
+(about 1.2 per completed appointment; issue 16), and a pharmacy (--drugs drugs stocked at every branch,
+prescriptions and about one dispense per completed appointment through the stock ledger; issue 17).
 
 Into an empty database only: numbering (patient ids, invoice numbers, tokens) starts at 1, which is what
 makes the output identical for a seed. Every constraint and trigger stays enabled during the load.
@@ -26,6 +27,7 @@ from clinic.models import Branch
 from lab.devdata.scale import generate_lab_catalogue, generate_lab_orders
 from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
+from pharmacy.devdata.scale import generate_drugs, generate_pharmacy
 
 HISTORY_DAYS = 700
 FUTURE_DAYS = 30
@@ -33,7 +35,9 @@ ANALYZED = [
     "patients_patient", "patients_patientname", "patients_visit", "appointments_appointment",
     "appointments_appointmentchange", "appointments_tokencounter", "billing_invoice", "billing_lineitem",
     "billing_payment", "billing_creditnote", "billing_creditnoteline", "billing_refund", "lab_laborder",
-    "lab_laborderitem", "lab_labresult",
+    "lab_laborderitem", "lab_labresult", "patients_medication", "pharmacy_drug", "pharmacy_reorderlevel",
+    "pharmacy_batch", "pharmacy_prescription", "pharmacy_prescriptionitem", "pharmacy_dispense",
+    "pharmacy_dispenseline", "pharmacy_stockmovement", "pharmacy_controlleddrugentry",
 ]  # fmt: skip
 
 
@@ -49,14 +53,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--appointments", type=int, default=None, help="Besides the long histories; default: one per patient."
         )
+        parser.add_argument("--drugs", type=int, default=2000, help="Drugs in the pharmacy catalogue.")
         parser.add_argument(
             "--today", type=date.fromisoformat, default=None, help="Anchor date (default: today in Asia/Kolkata)."
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         patients, invoices = options["patients"], options["invoices"]
-        if patients < 1 or options["doctors"] < 1 or options["branches"] < 1 or invoices < 0:
-            raise CommandError("--patients, --doctors and --branches must be at least 1, --invoices at least 0.")
+        if patients < 1 or options["doctors"] < 1 or options["branches"] < 1 or invoices < 0 or options["drugs"] < 1:
+            raise CommandError(
+                "--patients, --doctors, --branches and --drugs must be at least 1, --invoices at least 0."
+            )
         if Branch.objects.exists() or Patient.objects.exists():
             raise CommandError(
                 "generate_scale_data loads an empty database; this one already has branches or patients."
@@ -116,10 +123,29 @@ class Command(BaseCommand):
             timings=timings,
         )
         timings.other["lab orders, all phases"] = time.perf_counter() - phase
+        phase = time.perf_counter()
+        pharmacy_rng = random.Random(f"pharmacy-{options['seed']}")  # noqa: S311 - reproducible test data
+        drugs = generate_drugs(
+            pharmacy_rng, organisation=organisation, count=options["drugs"], moment=moment, timings=timings
+        )
+        pharmacy = generate_pharmacy(
+            pharmacy_rng,
+            organisation=organisation,
+            patients=people,
+            completed=scheduled.completed,
+            catalogue=drugs,
+            first_day=first_day,
+            today=today,
+            timings=timings,
+        )
+        timings.other["pharmacy, all phases"] = time.perf_counter() - phase
         analyze_started = time.perf_counter()
         with connection.cursor() as cursor:
             for table in ANALYZED:
-                cursor.execute(f"ANALYZE {table}")
+                # The ledger's trigger rewrote each batch row once per movement: VACUUM drops the dead versions
+                # (outside a transaction only, so not in a test's).
+                vacuum = table == "pharmacy_batch" and not connection.in_atomic_block
+                cursor.execute(f"{'VACUUM ' if vacuum else ''}ANALYZE {table}")
         timings.other["ANALYZE"] = time.perf_counter() - analyze_started
         timings.other["total"] = time.perf_counter() - started
         for line in timings.report():
@@ -128,5 +154,8 @@ class Command(BaseCommand):
             f"{patients} patients ({scheduled.heavy_patients} with {scheduled.visits and '500+'} visits), "
             f"{scheduled.appointments} appointments, {invoices} invoices ({billing['credit_notes']} credit notes, "
             f"{billing['refunds']} refunds), {lab['orders']} lab orders ({lab['results']} results, {lab['cancelled']} "
-            f"cancelled, {lab['amended']} amended), from {first_day} to {last_day}."
+            f"cancelled, {lab['amended']} amended), {options['drugs']} drugs in {pharmacy['batches']} batches, "
+            f"{pharmacy['prescriptions']} prescriptions, {pharmacy['dispenses']} dispenses ({pharmacy['lines']} lines, "
+            f"{pharmacy['register']} register entries, {pharmacy['write_offs']} write-offs), from {first_day} to "
+            f"{last_day}."
         )

@@ -303,9 +303,7 @@ def test_the_stock_list_query_count_does_not_grow_with_drugs_or_batches(client, 
     assert on_hand(emptied) == 0
 
 
-def test_the_stock_list_pages_in_sql_by_code_bytewise_then_branch_with_the_total_past_the_end(
-    client, world, token_for
-):
+def test_the_stock_list_pages_in_sql_by_code_bytewise_then_branch_with_the_total_past_the_end(client, world, token_for):
     # "A-1" < "A1" < "a" bytewise; a linguistic collation would ignore the hyphen and put A1 first.
     for code in ("A1", "A-1", "B0"):
         drug = DrugFactory(code=code)

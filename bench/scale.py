@@ -39,7 +39,10 @@ from typing import Any
 from harness import RESULTS, ROOT, bench_client, gunicorn, manage, prepare, token
 
 LUA = Path(__file__).with_name("requests.lua")
-SCOPES = "patients:read appointments:read appointments:write billing:read billing:write lab:read lab:write"
+SCOPES = (
+    "patients:read appointments:read appointments:write billing:read billing:write lab:read lab:write "
+    "pharmacy:read pharmacy:write"
+)
 
 # (scenario, metric, limit, description); metric: p95 at concurrency 1, or throughput at concurrency 16.
 TARGETS: list[tuple[str, str, float, str]] = [
@@ -67,6 +70,10 @@ TARGETS: list[tuple[str, str, float, str]] = [
     ("lab_order_list", "c1_p95", 50, "p95 <= 50 ms"),
     ("lab_order_detail", "c1_p95", 30, "p95 <= 30 ms"),
     ("lab_results", "c1_p95", 60, "p95 <= 60 ms"),
+    # Pharmacy (issue 17): 2,000 drugs at 20 branches, two years of dispenses.
+    ("pharmacy_stock", "c1_p95", 30, "p95 <= 30 ms"),
+    ("pharmacy_dispense", "c1_p95", 50, "p95 <= 50 ms"),
+    ("pharmacy_dispense", "c16_rps", 100, ">= 100 dispenses/s at concurrency 16"),
 ]
 # The summary's p95 at concurrency 1 on this machine before credit notes and refunds (bench/results/scale.md
 # at commit a3457c5, 2026-11-22): what it must stay within.
@@ -380,6 +387,7 @@ def main() -> int:
     django.setup()
     from scale_lab import lab_scenarios
     from scale_limit import capture, replay
+    from scale_pharmacy import pharmacy_scenarios
     from scale_workload import build
     from search_quality import measure as quality_measure
     from search_quality import query_set
@@ -409,6 +417,16 @@ def main() -> int:
                 scenarios += lab_scenarios(
                     conn,
                     base=base,
+                    bearer=(("Authorization", f"Bearer {bearer}"),),
+                    seed=args.seed,
+                    pool=args.pool,
+                    write_pool=args.write_pool,
+                    today=today,
+                )
+            if not only or any(name.startswith("pharmacy_") for name in only):
+                today = conn.execute("SELECT (now() AT TIME ZONE 'Asia/Kolkata')::date").fetchone()[0]  # type: ignore[index]
+                scenarios += pharmacy_scenarios(
+                    conn,
                     bearer=(("Authorization", f"Bearer {bearer}"),),
                     seed=args.seed,
                     pool=args.pool,

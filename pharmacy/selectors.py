@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, timedelta
+from typing import Any
 
 from django.db import connection
 from django.db.models import DateField, DateTimeField, F, Func, Prefetch, Q, QuerySet
@@ -131,7 +132,7 @@ def stock_level_page(
         below=below,
         expiring="AND held.first_expiry < %(expiring_before)s" if expiring_before is not None else "",
     )
-    params = {
+    params: dict[str, Any] = {
         "branches": list(today_at),
         "todays": list(today_at.values()),
         "drug": drug,
@@ -172,8 +173,10 @@ def stock_level_of(*, branch: Branch, drug: Drug) -> StockEntry:
     return found
 
 
-def reorder_level_get(*, branch_id: uuid.UUID, drug_id: uuid.UUID) -> int | None:
-    return ReorderLevel.objects.filter(branch_id=branch_id, drug_id=drug_id).values_list("level", flat=True).first()
+def reorder_levels_get(*, branch_id: uuid.UUID, drug_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """The reorder levels of those drugs at the branch that have one, by drug id (one query)."""
+    levels = ReorderLevel.objects.filter(branch_id=branch_id, drug_id__in=drug_ids)
+    return dict(levels.values_list("drug_id", "level"))
 
 
 def batches_expiring(*, within_days: int) -> list[Batch]:

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from appointments.models import Appointment
@@ -119,12 +119,22 @@ def _on_hand(batches: Iterable[Batch], drug: Drug, today: date) -> int:
     return sum(b.quantity_on_hand for b in batches if b.drug_id == drug.pk and b.expiry_date > today)
 
 
+def _publish_crossings(*, branch: Branch, changes: Sequence[tuple[Drug, int, int]]) -> None:
+    """stock.below_reorder for each (drug, on-hand before, after) whose non-expired stock went from its level
+    or above to below it: once per crossing, since the next change starts below. One query for the levels,
+    none when nothing went down."""
+    fell = [(drug, before, after) for drug, before, after in changes if after < before]
+    if not fell:
+        return
+    levels = selectors.reorder_levels_get(branch_id=branch.id, drug_ids=[drug.pk for drug, _, _ in fell])
+    for drug, before, after in fell:
+        level = levels.get(drug.pk)
+        if level is not None and before >= level > after:
+            events.stock_publish(events.STOCK_BELOW_REORDER, selectors.stock_level_of(branch=branch, drug=drug))
+
+
 def _publish_crossing(*, branch: Branch, drug: Drug, before: int, after: int) -> None:
-    """stock.below_reorder when the drug's non-expired stock went from its level or above to below it: once
-    per crossing, since the next change starts below."""
-    level = selectors.reorder_level_get(branch_id=branch.id, drug_id=drug.id)
-    if level is not None and before >= level > after:
-        events.stock_publish(events.STOCK_BELOW_REORDER, selectors.stock_level_of(branch=branch, drug=drug))
+    _publish_crossings(branch=branch, changes=[(drug, before, after)])
 
 
 def _batch_of(batches: Iterable[Batch], drug: Drug, batch_number: str) -> Batch | None:
@@ -660,7 +670,11 @@ def dispense_record(
                 current_status=prescription.status,
             )
         prescribed = {row.drug_id: row for row in prescription.items.all()}
-    batches = locks.batches_lock(branch_drugs=[(branch.id, item.drug.pk) for item in items])
+    batches = locks.batches_lock(
+        branch_drugs=[(branch.id, item.drug.pk) for item in items],
+        holding_stock=True,
+        batch_numbers=[item.batch_number for item in items if item.batch_number is not None],
+    )
     today = local_today(branch.zone)
     before = {item.drug.pk: _on_hand(batches, item.drug, today) for item in items}
     draws = _draws(items=items, batches=batches, prescribed=prescribed, today=today)
@@ -726,21 +740,21 @@ def dispense_record(
         assert patient is not None  # checked by _dispense_problems
         dispense.invoice = _bill(branch=branch, patient=patient, lines=lines)
         dispense.save(update_fields=["invoice", "updated_at"])
-    events.dispense_publish(events.DISPENSE_COMPLETED, dispense)
-    for item in items:
-        _publish_crossing(
-            branch=branch, drug=item.drug, before=before[item.drug.pk], after=_on_hand(batches, item.drug, today)
-        )
-    return dispense
+    shown = events.dispense_publish(events.DISPENSE_COMPLETED, dispense)
+    _publish_crossings(
+        branch=branch,
+        changes=[(item.drug, before[item.drug.pk], _on_hand(batches, item.drug, today)) for item in items],
+    )
+    return shown
 
 
 def _prescription_dispensed(prescription: Prescription, change: dict[uuid.UUID, int]) -> None:
     """Add `change` (units by drug id, negative for returns) to the locked prescription's items; the
     prescription is completed once nothing remains, and active again when a return leaves some."""
-    for drug_id, units in change.items():
-        PrescriptionItem.objects.filter(prescription=prescription, drug_id=drug_id).update(
-            dispensed_quantity=F("dispensed_quantity") + units
-        )
+    units = Case(*(When(drug_id=drug_id, then=Value(n)) for drug_id, n in change.items()), default=Value(0))
+    PrescriptionItem.objects.filter(prescription=prescription, drug_id__in=list(change)).update(
+        dispensed_quantity=F("dispensed_quantity") + units
+    )
     if prescription.status == PrescriptionStatus.CANCELLED:
         return
     remaining = prescription.items.filter(dispensed_quantity__lt=F("quantity")).exists()

@@ -78,10 +78,25 @@ class DrugCodeField(serializers.CharField):
 
     def run_validation(self, data: Any = serializers.empty) -> Drug:
         code = super().run_validation(data)  # the text's own checks (length, NUL) first
-        drug = Drug.objects.filter(code=code).first()
+        preloaded: dict[str, Drug | None] = self.context.get("drugs", {})  # see drugs_preload
+        drug = preloaded[code] if code in preloaded else Drug.objects.filter(code=code).first()
         if drug is None:
             raise serializers.ValidationError(f"No drug {code!r} in the catalogue.")
         return drug
+
+
+def drugs_preload(serializer: serializers.Serializer, data: Any, key: str = "items") -> None:
+    """Read the drugs of every item of a body in one query, for its DrugCodeFields (which would read one
+    each): into the context, as a complete answer for those codes (one missing is not in the catalogue)."""
+    items = data.get(key) if isinstance(data, dict) else None
+    if isinstance(items, list):
+        codes = {i["drug"].strip() for i in items if isinstance(i, dict) and isinstance(i.get("drug"), str)}
+        codes = {code for code in codes if code and len(code) <= 30 and "\x00" not in code}
+        if codes and len(codes) <= MAX_ITEMS:
+            found = selectors.drugs_by_code(sorted(codes))
+            context = serializer.context
+            assert isinstance(context, dict)  # the dict the view passed, which the fields read
+            context["drugs"] = {code: found.get(code) for code in codes}
 
 
 # --- Catalogue and stock
@@ -168,6 +183,10 @@ class PrescriptionCreateSerializer(StrictSerializer):
     )
     items = PrescribedItemSerializer(many=True, min_length=1, max_length=MAX_ITEMS)  # type: ignore[call-arg]
 
+    def to_internal_value(self, data: Any) -> Any:
+        drugs_preload(self, data)
+        return super().to_internal_value(data)
+
     def validate_patient_id(self, value: str) -> Patient:
         return visible_patient(self, value)
 
@@ -251,6 +270,10 @@ class DispenseCreateSerializer(StrictSerializer):
 
     def validate_prescription_id(self, value: uuid.UUID | None) -> Prescription | None:
         return None if value is None else _prescription(self, value)
+
+    def to_internal_value(self, data: Any) -> Any:
+        drugs_preload(self, data)
+        return super().to_internal_value(data)
 
     def validate_items(self, value: list[dict[str, Any]]) -> list[DispenseItem]:
         return [DispenseItem(drug=i["drug"], quantity=i["quantity"], batch_number=i.get("batch")) for i in value]

@@ -386,7 +386,8 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
         )
         if dispense.patient_id is None:
             self.audit_patients([])
-        return created(self._shown(dispense), f"/api/v1/pharmacy/dispenses/{dispense.pk}")
+        # Read whole by the service for its event, in this client's branch: shown as it is.
+        return created(dispense_representation(dispense), f"/api/v1/pharmacy/dispenses/{dispense.pk}")
 
     @extend_schema(
         operation_id="pharmacy_dispenses_retrieve",

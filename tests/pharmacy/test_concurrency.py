@@ -4,13 +4,16 @@ announced once."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection, transaction
 from django.test import Client
 
 from integrations.webhooks.models import WebhookEvent
+from pharmacy import services
 from pharmacy.events import STOCK_BELOW_REORDER
 from pharmacy.models import Dispense, Prescription, StockMovement
 from tests.billing.factories import post_json
@@ -101,3 +104,50 @@ def test_a_reorder_crossing_raced_by_many_dispenses_is_announced_once(world: Pha
     assert [status for status, _ in results] == [201] * 10
     events = WebhookEvent.objects.filter(type=STOCK_BELOW_REORDER)
     assert [event.payload["stock"]["on_hand"] for event in events] == [24]
+
+
+def test_a_dispense_waits_for_a_receipt_refilling_an_emptied_batch_and_then_takes_from_it_first(
+    world: PharmacyWorld,
+) -> None:
+    # A dispense reads only the batches holding stock; the stock lock makes it wait for a change in flight
+    # and then see that change whole, even one that refills a batch it would not have read.
+    old = world.receive(world.para, "OLD", 2, expires_in_days=30)
+    world.dispense((world.para, 2))
+    world.receive(world.para, "NEW", 5, expires_in_days=300)
+    received, release = threading.Event(), threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def refill() -> None:
+        try:
+            with transaction.atomic():
+                services.stock_receive(
+                    branch=world.blr, drug=world.para, batch_number="OLD", expiry_date=old.expiry_date, quantity=10,
+                    unit_cost=old.unit_cost, mrp=old.mrp, actor="staff:stores",
+                )  # fmt: skip
+                received.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def dispense() -> None:
+        try:
+            outcome["response"] = _api_post(world.writer, DISPENSES, {"items": [{"drug": "PARA500", "quantity": 3}]})()
+        finally:
+            connection.close()
+
+    receipt, sale = threading.Thread(target=refill), threading.Thread(target=dispense)
+    receipt.start()
+    assert received.wait(30)
+    sale.start()
+    sale.join(1.0)
+    waited = sale.is_alive()  # held by the receipt's stock lock
+    release.set()
+    receipt.join(30)
+    sale.join(30)
+
+    assert waited
+    status, data = outcome["response"]
+    assert status == 201, data
+    assert [(line["batch_number"], line["quantity"]) for line in data["lines"]] == [("OLD", 3)]
+    assert on_hand(old) == 7
+    assert ledger_sum(old) == 7

@@ -13,10 +13,12 @@ import pytest
 from billing.models import Invoice
 from integrations.models import AuditLogEntry
 from pharmacy.models import Batch, ControlledDrugEntry, Dispense, StockMovement
+from pharmacy.services import DispenseItem
 from tests.billing.factories import body, get, make_invoice, post_json
 from tests.helpers import REQUEST_BOOKKEEPING, assert_field_errors, assert_problem, error_fields, row_counts
 from tests.pharmacy.factories import (
     DISPENSES,
+    DrugFactory,
     PharmacyWorld,
     expire,
     ledger_sum,
@@ -570,16 +572,30 @@ def test_the_list_filters_by_patient_and_prescription_and_audits_the_patients(cl
     assert [str(p) for p in row.patient_ids] == [str(world.patient.id)]
 
 
-@pytest.mark.parametrize("batches", [1, 3])
-def test_the_dispense_query_count_does_not_grow_with_its_lines(client, world, django_assert_num_queries, batches):
-    for n in range(batches):
-        world.receive(world.para, f"P{n}", 5 if batches == 1 else 2, expires_in_days=100 + n)
+@pytest.mark.parametrize(("drugs", "batches"), [(1, 1), (1, 3), (3, 1), (3, 2)])
+def test_the_dispense_query_count_does_not_grow_with_its_items_or_lines(
+    client, world, django_assert_num_queries, drugs, batches
+):
+    codes = []
+    for d in range(drugs):
+        drug = world.para if d == 0 else DrugFactory(code=f"OTC{d}")
+        codes.append(drug.code)
+        for n in range(batches):
+            world.receive(drug, f"P{n}", 5 if batches == 1 else 2, expires_in_days=100 + n)
+        world.receive(drug, "EMPTY", 1, expires_in_days=300)
+        # An emptied batch, which the dispense neither reads nor locks.
+        world.dispense(items=[DispenseItem(drug=drug, quantity=1, batch_number="EMPTY")])
+        world.reorder(drug, 1)
 
-    with django_assert_num_queries(21):
-        response = _post(client, world, {"items": [{"drug": "PARA500", "quantity": 5}]})
+    # Request bookkeeping (token, audit), the drugs (one query), the branch (2), then the stock locks, the
+    # batches, the number, the dispense, its lines, their movements (one statement each), the dispense read
+    # back for its event and the response (3), the webhook subscriptions and the event, the reorder levels.
+    quantity = 3 if batches == 1 else 2 * batches - 1  # from every batch, one unit left: above the level
+    with django_assert_num_queries(19):
+        response = _post(client, world, {"items": [{"drug": code, "quantity": quantity} for code in codes]})
 
     assert response.status_code == 201, response.content
-    assert len(body(response)["lines"]) == batches
+    assert len(body(response)["lines"]) == drugs * batches
 
 
 def test_the_list_query_count_is_pinned(client, world, django_assert_num_queries):
@@ -608,3 +624,16 @@ def test_an_idempotency_key_replays_the_dispense_instead_of_dispensing_twice(cli
     assert_problem(other, 422, "idempotency_key_reused")
     assert Dispense.objects.count() == 1
     assert on_hand(batch) == 7
+
+
+def test_drug_codes_are_read_in_one_query_trimmed_and_an_unknown_one_is_named(client, world):
+    world.receive(world.para, "P", 10)
+
+    trimmed = _post(client, world, {"items": [{"drug": " PARA500 ", "quantity": 1}]})
+    unknown = _post(client, world, {"items": [{"drug": "PARA500", "quantity": 1}, {"drug": "NOPE1", "quantity": 1}]})
+
+    assert trimmed.status_code == 201, trimmed.content
+    assert [line["drug"]["code"] for line in body(trimmed)["lines"]] == ["PARA500"]
+    assert unknown.status_code == 400
+    assert error_fields(unknown) == ["items.1.drug"]
+    assert on_hand(Batch.objects.get(batch_number="P")) == 9

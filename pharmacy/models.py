@@ -123,8 +123,10 @@ class Batch(TimeStampedModel):
     its movements, kept by the ledger's trigger and changed in no other way."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    drug = models.ForeignKey(Drug, on_delete=models.PROTECT, related_name="batches")
-    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="drug_batches")
+    # No single-column indexes: batch_number_unique_per_branch leads with the drug and batch_branch_drug_expiry
+    # with the branch, and every index is rewritten each time the ledger moves the on-hand.
+    drug = models.ForeignKey(Drug, on_delete=models.PROTECT, related_name="batches", db_index=False)
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="drug_batches", db_index=False)
     batch_number = models.CharField(max_length=40)
     expiry_date = models.DateField()
     quantity_on_hand = models.IntegerField(default=0, editable=False)
@@ -165,8 +167,9 @@ class Prescription(TimeStampedModel):
     (`BLR-RX-2026-000001`). `completed` once every item is fully dispensed."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="prescriptions")
-    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="prescriptions")
+    # Indexed by prescription_branch_created and prescription_patient_created, which lead with them.
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="prescriptions", db_index=False)
+    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="prescriptions", db_index=False)
     doctor = models.ForeignKey(Doctor, on_delete=models.PROTECT, related_name="prescriptions")
     appointment = models.ForeignKey(
         Appointment, on_delete=models.PROTECT, null=True, blank=True, related_name="prescriptions"
@@ -254,8 +257,11 @@ class Dispense(TimeStampedModel):
     a prescription (then for its patient), or over the counter with or without a patient."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="dispenses")
-    patient = models.ForeignKey(Patient, on_delete=models.PROTECT, null=True, blank=True, related_name="dispenses")
+    # Indexed by dispense_branch_created and dispense_patient_created, which lead with them.
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="dispenses", db_index=False)
+    patient = models.ForeignKey(
+        Patient, on_delete=models.PROTECT, null=True, blank=True, related_name="dispenses", db_index=False
+    )
     prescription = models.ForeignKey(
         Prescription, on_delete=models.PROTECT, null=True, blank=True, related_name="dispenses"
     )
@@ -368,7 +374,7 @@ class StockMovement(models.Model):
     movements."""
 
     id = models.BigAutoField(primary_key=True)
-    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="movements")
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="movements", db_index=False)  # batch_at
     kind = models.CharField(max_length=20, choices=MovementKind.choices)
     quantity = models.IntegerField(help_text="Signed: positive into stock, negative out of it.")
     reason = models.CharField(max_length=500, blank=True)

@@ -234,3 +234,10 @@ def all_at_once(work: list[Callable[[], Any]]) -> list[Any]:
         thread.join(60)
     assert not any(thread.is_alive() for thread in threads)
     return results
+
+
+def sql_scalar(sql: str) -> Any:
+    """The first column of the first row a raw SQL query returns (for invariants over generated data)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetchone()[0]

@@ -19,6 +19,7 @@ from patients.devdata import scale_names
 from patients.devdata.scale import scale_patients_generate
 from patients.models import Patient
 from tests.helpers import bearer
+from tests.helpers import sql_scalar as scalar
 
 pytestmark = pytest.mark.django_db
 
@@ -59,12 +60,6 @@ def generate(*extra: str) -> str:
     out = StringIO()
     call_command("generate_scale_data", *SMALL, *extra, stdout=out)
     return out.getvalue()
-
-
-def scalar(sql: str) -> object:
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return cursor.fetchone()[0]
 
 
 def checksum_of_run(seed: str) -> str:

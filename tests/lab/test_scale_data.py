@@ -7,24 +7,18 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from appointments.models import Appointment
 from lab import interpretation
 from lab.devdata.scale import CATALOGUE, COMBINATIONS
 from lab.models import Analyte, LabOrder, LabResult, ReferenceRange
 from tests.helpers import bearer
+from tests.helpers import sql_scalar as scalar
 
 pytestmark = pytest.mark.django_db
 
 TESTS = {test.code: test for test in CATALOGUE}
 SMALL = ["--patients", "400", "--invoices", "50", "--doctors", "8", "--branches", "3", "--today", "2026-11-21"]
-
-
-def scalar(sql: str) -> object:
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return cursor.fetchone()[0]
 
 
 @pytest.fixture

@@ -9,23 +9,17 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from appointments.models import Appointment
 from pharmacy.models import Dispense, DispenseCounter, Drug
 from tests.billing.factories import body, get, post_json
+from tests.helpers import sql_scalar as scalar
 from tests.pharmacy.factories import DISPENSES, STOCK, today
 
 pytestmark = pytest.mark.django_db
 
 SMALL = ["--patients", "400", "--invoices", "50", "--doctors", "8", "--branches", "3", "--drugs", "60"]
 SMALL += ["--today", "2026-11-21"]
-
-
-def scalar(sql: str) -> object:
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return cursor.fetchone()[0]
 
 
 @pytest.fixture

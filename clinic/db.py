@@ -8,7 +8,7 @@ financial_year). Its row is created on first use, so a series needs no setup.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -98,3 +98,14 @@ def violated_constraint(exc: BaseException) -> str | None:
         return None
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None)
+
+
+def related_known(instance: models.Model, name: str, rows: Sequence[models.Model]) -> None:
+    """Tell Django that `instance`'s related rows `name` (a reverse foreign key) are `rows`, as
+    prefetch_related would after reading them, so that `instance.<name>.all()` runs no query. For a service
+    that has just written those rows and hands the object to a representation."""
+    manager = getattr(instance, name)
+    cached = manager.model.objects.filter(pk__in=[row.pk for row in rows])
+    cached._result_cache = list(rows)  # what django.db.models.query.prefetch_one_level stores
+    cached._prefetch_done = True
+    vars(instance).setdefault("_prefetched_objects_cache", {})[name] = cached

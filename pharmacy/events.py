@@ -70,13 +70,11 @@ def prescription_publish(event_type: str, prescription: Prescription) -> None:
     event_publish(event_type=event_type, payload=dict(payload), branch_id=prescription.branch_id)
 
 
-def dispense_publish(event_type: str, dispense: Dispense) -> Dispense:
-    """Returns the dispense as read for the event (with what its representation shows), for the caller's
-    response: nothing changes it before the transaction commits."""
-    shown = selectors.dispense_load(dispense.pk)
-    payload = {"dispense": dispense_representation(shown)}
+def dispense_publish(event_type: str, dispense: Dispense) -> None:
+    """`dispense` with what its representation reads (as pharmacy.selectors loads it, or as the service that
+    wrote it made it known: clinic.db.related_known)."""
+    payload = {"dispense": dispense_representation(dispense)}
     event_publish(event_type=event_type, payload=dict(payload), branch_id=dispense.branch_id)
-    return shown
 
 
 def stock_publish(event_type: str, entry: StockEntry) -> None:

@@ -23,7 +23,7 @@ from appointments.models import Appointment
 from billing import services as billing_services
 from billing.models import Invoice
 from billing.tax import TaxCategory, inclusive_price_line
-from clinic.db import violated_constraint
+from clinic.db import related_known, violated_constraint
 from clinic.errors import FieldError, InvalidState
 from clinic.models import Branch, Department, Doctor
 from patients import services as patient_services
@@ -740,12 +740,16 @@ def dispense_record(
         assert patient is not None  # checked by _dispense_problems
         dispense.invoice = _bill(branch=branch, patient=patient, lines=lines)
         dispense.save(update_fields=["invoice", "updated_at"])
-    shown = events.dispense_publish(events.DISPENSE_COMPLETED, dispense)
+    # What its representation shows, as just written: the event and the response read nothing back.
+    dispense.branch, dispense.patient, dispense.prescription = branch, patient, prescription
+    related_known(dispense, "lines", lines)
+    related_known(dispense, "returns", [])
+    events.dispense_publish(events.DISPENSE_COMPLETED, dispense)
     _publish_crossings(
         branch=branch,
         changes=[(item.drug, before[item.drug.pk], _on_hand(batches, item.drug, today)) for item in items],
     )
-    return shown
+    return dispense
 
 
 def _prescription_dispensed(prescription: Prescription, change: dict[uuid.UUID, int]) -> None:

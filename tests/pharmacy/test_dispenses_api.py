@@ -4,6 +4,7 @@ into the same batch; a refused request changes nothing."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from billing.models import Invoice
 from integrations.models import AuditLogEntry
+from integrations.webhooks.models import WebhookEvent
 from pharmacy.models import Batch, ControlledDrugEntry, Dispense, StockMovement
 from pharmacy.services import DispenseItem
 from tests.billing.factories import body, get, make_invoice, post_json
@@ -588,10 +590,10 @@ def test_the_dispense_query_count_does_not_grow_with_its_items_or_lines(
         world.reorder(drug, 1)
 
     # Request bookkeeping (token, audit), the drugs (one query), the branch (2), then the stock locks, the
-    # batches, the number, the dispense, its lines, their movements (one statement each), the dispense read
-    # back for its event and the response (3), the webhook subscriptions and the event, the reorder levels.
+    # batches, the number, the dispense, its lines, their movements (one statement each; nothing is read
+    # back for the event or the response), the webhook subscriptions and the event, the reorder levels.
     quantity = 3 if batches == 1 else 2 * batches - 1  # from every batch, one unit left: above the level
-    with django_assert_num_queries(19):
+    with django_assert_num_queries(16):
         response = _post(client, world, {"items": [{"drug": code, "quantity": quantity} for code in codes]})
 
     assert response.status_code == 201, response.content
@@ -637,3 +639,25 @@ def test_drug_codes_are_read_in_one_query_trimmed_and_an_unknown_one_is_named(cl
     assert unknown.status_code == 400
     assert error_fields(unknown) == ["items.1.drug"]
     assert on_hand(Batch.objects.get(batch_number="P")) == 9
+
+
+@pytest.mark.parametrize("against", ["prescription", "counter"])
+def test_the_created_dispense_and_its_event_are_what_a_read_returns(client, world, against):
+    # The service shows the dispense as it wrote it (nothing is read back): it must be the stored one.
+    world.receive(world.amox, "A1", 4, expires_in_days=40)
+    world.receive(world.amox, "A2", 20, expires_in_days=400)
+    world.receive(world.para, "P1", 20)
+    if against == "prescription":
+        prescription = world.prescribe((world.amox, 10))
+        payload = {"prescription_id": str(prescription.id), "items": [{"drug": "AMOX500", "quantity": 6}], "bill": True}
+    else:
+        payload = {"patient_id": str(world.patient.id), "items": [{"drug": "PARA500", "quantity": 3}], "bill": True}
+
+    created = _post(client, world, payload)
+
+    assert created.status_code == 201, created.content
+    read = get(client, world.reader, f"{DISPENSES}/{body(created)['dispense_id']}")
+    assert read.status_code == 200
+    assert created.content == read.content
+    event = WebhookEvent.objects.get(type="dispense.completed")
+    assert event.payload["dispense"] == json.loads(read.content)

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "billing",
     "lab",
     "pharmacy",
+    "emr",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",

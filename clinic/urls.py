@@ -24,6 +24,7 @@ api_v1 = [
     path("", include("billing.api.urls")),
     path("", include("lab.api.urls")),
     path("", include("pharmacy.api.urls")),
+    path("", include("emr.api.urls")),
 ]
 
 urlpatterns = [

@@ -436,3 +436,12 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
     },
 }
+
+# --- FHIR R4 (integrations.fhir, CONTRACT section 16) ------------------------------------------------
+
+# Our own identifier systems are `<base>/<name>` (patient-id, branch, lab-order, ...): a stable URI of the
+# organisation, never the host a request came to. ABHA numbers use ABDM's system.
+FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="https://clinic.invalid/fhir/sid")
+# Bulk Data $export: where the NDJSON files are written, and how long they are kept after a job completes.
+FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
+FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)

@@ -1,0 +1,17 @@
+"""/fhir/R4/...: the CapabilityStatement, read and search per resource type, Patient $everything, and Bulk
+Data $export with its status and file paths. Any other path under /fhir/ is a 404 OperationOutcome."""
+
+from django.urls import path, re_path
+
+from integrations.fhir import views
+
+urlpatterns = [
+    path("metadata", views.MetadataView.as_view(), name="fhir-metadata"),
+    path("Patient/<str:id>/$everything", views.EverythingView.as_view(), name="fhir-everything"),
+]
+for _name in views.RESOURCE_TYPES:
+    urlpatterns += [
+        path(_name, views.SEARCH_VIEWS[_name], name=f"fhir-{_name}-search"),
+        path(f"{_name}/<str:id>", views.READ_VIEWS[_name], name=f"fhir-{_name}-read"),
+    ]
+urlpatterns.append(re_path(r"^.*$", views.fhir_not_found))

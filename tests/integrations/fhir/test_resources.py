@@ -33,7 +33,7 @@ def test_the_models_are_r4_4_0_1_on_pydantic_v1_and_pydantic_2_is_untouched() ->
 
 
 def test_the_check_refuses_a_code_outside_a_required_value_set_and_a_malformed_primitive() -> None:
-    with pytest.raises(r4.ValueSetError, match="Patient.gender"):
+    with pytest.raises(r4.ValueSetError, match=r"Patient\.gender"):
         r4.validate({"resourceType": "Patient", "gender": "feminine"})
     with pytest.raises(r4.ValueSetError, match=r"Bundle.entry\[0\].resource.status"):
         r4.validate(

@@ -58,6 +58,8 @@ def _restricted(rows: QuerySet[Any], client: ApiClient, field: str = "branch_id"
 
 def section_rows(*, client: ApiClient, section: str, patient_ids: Sequence[uuid.UUID]) -> QuerySet[Any]:
     """The rows of one section in its stable order (a tiebreak on id), entered-in-error rows left out."""
+    # The patient was resolved through the client's restriction already (patient_get): the rows below are
+    # its own, narrowed to the client's branches where a row belongs to one (visits, orders, pharmacy).
     if section == "encounters":
         visits = Visit.objects.filter(patient_id__in=patient_ids, entered_in_error=False)
         return _restricted(visits, client).select_related("doctor", "department", "branch").order_by("-start", "id")

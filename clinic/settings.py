@@ -189,6 +189,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 30.0,
         "options": {"expires": 30.0},
     },
+    # FHIR Bulk Data export files past FHIR_EXPORT_RETENTION_HOURS.
+    "expire-fhir-exports": {"task": "integrations.tasks.fhir_exports_expire", "schedule": 3600.0},
 }
 # Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
 # three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.

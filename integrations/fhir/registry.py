@@ -48,6 +48,7 @@ class ResourceType:
     sorts: dict[str, str] = field(default_factory=dict)  # _sort name -> column
     patient_field: str | None = None  # the row's patient id, for the audit and the compartment
     includes: tuple[str, ...] = ()
+    updated_field: str = "updated_at"  # what $export's _since compares (the resource's meta.lastUpdated)
 
 
 def _id() -> SearchParam:
@@ -292,6 +293,7 @@ MEDICATION_REQUEST = ResourceType(
     },
     sorts={"authoredon": "prescription__created_at"},
     patient_field="prescription__patient_id",
+    updated_field="prescription__updated_at",
 )
 MEDICATION_DISPENSE = ResourceType(
     name="MedicationDispense",
@@ -311,6 +313,7 @@ MEDICATION_DISPENSE = ResourceType(
     },
     sorts={"whenhandedover": "dispense__created_at"},
     patient_field="dispense__patient_id",
+    updated_field="dispense__updated_at",
 )
 
 # --- Laboratory and imaging ----------------------------------------------------------------------------------
@@ -352,6 +355,7 @@ SERVICE_REQUEST = ResourceType(
     },
     sorts={"authored": "order__created_at"},
     patient_field="order__patient_id",
+    updated_field="order__updated_at",
 )
 
 
@@ -384,6 +388,7 @@ OBSERVATION = ResourceType(
     },
     sorts={"date": "performed_at"},
     patient_field="item__order__patient_id",
+    updated_field="recorded_at",
 )
 
 
@@ -409,6 +414,7 @@ DIAGNOSTIC_REPORT = ResourceType(
     },
     sorts={"date": "order__created_at"},
     patient_field="order__patient_id",
+    updated_field="order__updated_at",
 )
 
 RESOURCE_TYPES: dict[str, ResourceType] = {

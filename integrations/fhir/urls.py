@@ -3,10 +3,14 @@ Data $export with its status and file paths. Any other path under /fhir/ is a 40
 
 from django.urls import path, re_path
 
-from integrations.fhir import views
+from integrations.fhir import export_views, views
 
 urlpatterns = [
     path("metadata", views.MetadataView.as_view(), name="fhir-metadata"),
+    path("$export", export_views.ExportKickoffView.as_view(), name="fhir-export"),
+    path("Patient/$export", export_views.PatientExportKickoffView.as_view(), name="fhir-patient-export"),
+    path("$export-status/<str:id>", export_views.ExportStatusView.as_view(), name="fhir-export-status"),
+    path("$export-file/<str:id>/<str:name>", export_views.ExportFileView.as_view(), name="fhir-export-file"),
     path("Patient/<str:id>/$everything", views.EverythingView.as_view(), name="fhir-everything"),
 ]
 for _name in views.RESOURCE_TYPES:

@@ -34,6 +34,21 @@ def capability_statement(base: str) -> dict[str, Any]:
                 {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export"},
             ]
         resources.append(entry)
+    resources.insert(
+        [resource["type"] for resource in resources].index("Appointment") + 1,
+        {
+            "type": "Slot",
+            "documentation": "Scope `appointments:read`. Free cells of a doctor's schedule, computed: search needs "
+            "`practitioner` and `start` (at most 14 days).",
+            "interaction": [{"code": "read"}, {"code": "search-type"}],
+            "searchParam": [
+                {"name": "practitioner", "type": "reference", "documentation": "Practitioner/<id> (required)."},
+                {"name": "start", "type": "date", "documentation": "A day or a range of at most 14 days."},
+                {"name": "location", "type": "reference", "documentation": "The branch: Location/<id>."},
+                {"name": "status", "type": "token", "documentation": "free"},
+            ],
+        },
+    )
     return {
         "resourceType": "CapabilityStatement",
         "id": "clinic-fhir-r4",

@@ -225,26 +225,6 @@ def appointment(row: Appointment) -> dict[str, Any]:
     return resource
 
 
-def slot(*, doctor: Doctor, branch: Branch, start: datetime, end: datetime) -> dict[str, Any]:
-    """A free cell of a doctor's schedule at a branch (the same rule the REST slots list answers). Slots are
-    computed, not stored: the id names the doctor, the branch and the start, so a read finds it again."""
-    zone = branch.time_zone
-    return {
-        "resourceType": "Slot",
-        "id": slot_id(doctor.id, branch.id, start),
-        "schedule": {"reference": f"Practitioner/{doctor.id}", "display": doctor.name},
-        "status": "free",
-        "start": _local(start, zone),
-        "end": _local(end, zone),
-    }
-
-
-def slot_id(doctor_id: Any, branch_id: Any, start: datetime) -> str:
-    # [A-Za-z0-9.-]{1,64}: two UUIDs without hyphens (64) leave no room, so the branch is omitted and the
-    # doctor's UUID kept whole; the read finds the branch again from the doctor's schedule.
-    return f"{str(doctor_id).replace('-', '')[:32]}-{int(start.timestamp())}"
-
-
 # --- Encounters, conditions, allergies ------------------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@ urlpatterns = [
     path("$export-status/<str:id>", export_views.ExportStatusView.as_view(), name="fhir-export-status"),
     path("$export-file/<str:id>/<str:name>", export_views.ExportFileView.as_view(), name="fhir-export-file"),
     path("Patient/<str:id>/$everything", views.EverythingView.as_view(), name="fhir-everything"),
+    path("Slot", views.SlotSearchView.as_view(), name="fhir-Slot-search"),
+    path("Slot/<str:id>", views.SlotReadView.as_view(), name="fhir-Slot-read"),
 ]
 for _name in views.RESOURCE_TYPES:
     urlpatterns += [

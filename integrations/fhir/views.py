@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 from clinic.api.authentication import request_client
 from clinic.api.context import request_context
 from clinic.api.renderers import JSONRenderer, dumps
-from integrations.fhir import query, r4
+from integrations.fhir import query, r4, slots
 from integrations.fhir.capability import capability_statement
 from integrations.fhir.outcome import FHIR_JSON, FhirError, outcome, outcome_response
 from integrations.fhir.registry import COMPARTMENT, PATIENT, RESOURCE_TYPES, ResourceType
@@ -215,6 +215,39 @@ class ReadView(ResourceView):
         if body.get("meta", {}).get("lastUpdated"):
             headers["ETag"] = f'W/"{body["meta"]["lastUpdated"]}"'
         return fhir_response(body, headers=headers)
+
+
+class SlotSearchView(FhirView):
+    """GET /fhir/R4/Slot: free cells, computed (integrations.fhir.slots); the whole range in one Bundle."""
+
+    required_scopes = {"GET": "appointments:read"}
+
+    def get(self, request: Request) -> HttpResponse:
+        self.refuse_parameters(slots.PARAMS)
+        found = slots.slot_search(self.api_client, self.params())
+        base = base_url(request)
+        entries = [
+            {"fullUrl": f"{base}Slot/{slot['id']}", "resource": slot, "search": {"mode": "match"}} for slot in found
+        ]
+        self_link = f"{base}Slot?{urlencode(self.params())}"
+        bundle = {
+            "resourceType": "Bundle",
+            "id": str(uuid.uuid4()),
+            "meta": {"lastUpdated": datetime.now(UTC).isoformat()},
+            "type": "searchset",
+            "total": len(entries),
+            "link": [{"relation": "self", "url": self_link}],
+            "entry": entries,
+        }
+        return fhir_response(r4.validate(bundle))
+
+
+class SlotReadView(FhirView):
+    required_scopes = {"GET": "appointments:read"}
+
+    def get(self, request: Request, id: str) -> HttpResponse:
+        self.refuse_parameters(frozenset())
+        return fhir_response(r4.validate(slots.slot_read(self.api_client, id)))
 
 
 def _uuid(text: str) -> uuid.UUID | None:

@@ -77,6 +77,7 @@ class FhirView(APIView):
     methods: tuple[str, ...] = ("GET",)
     renderer_classes = [JSONRenderer]
     content_negotiation_class = _AnyAccept
+    schema = None  # FHIR is described by its CapabilityStatement (/fhir/R4/metadata), not the OpenAPI document
 
     @property
     def allowed_methods(self) -> list[str]:

@@ -174,8 +174,9 @@ class SearchView(ResourceView):
         if "Appointment:patient" in search.includes and rows:
             if not self.token_allows(PATIENT.scope):
                 raise exceptions.PermissionDenied(f"_include=Appointment:patient requires the scope {PATIENT.scope}.")
-            included = PATIENT.rows(client).filter(id__in={row.patient_id for row in rows}).order_by("id")
+            included = list(PATIENT.rows(client).filter(id__in={row.patient_id for row in rows}).order_by("id"))
             entries += [self.entry(PATIENT, row, "include") for row in included]
+            patients += [row.id for row in included]
         if search.ignored:
             warning = outcome(
                 f"Ignored unknown or unsupported parameter(s): {', '.join(search.ignored)}.",

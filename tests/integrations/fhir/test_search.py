@@ -182,6 +182,7 @@ def test_appointment_include_patient_and_status_tokens(world: RecordWorld, token
 
     assert ids(response) == [str(booked.id)]
     assert ids(response, "include") == [str(world.patient.id)]
+    assert AuditLogEntry.objects.get(request_id=response["X-Request-ID"]).patient_ids == [world.patient.id]
     assert ids(fhir_get(token, "Appointment?status=fulfilled")) == []
     assert_outcome(fhir_get(no_patients, "Appointment?_include=Appointment:patient"), 403, "forbidden")
 

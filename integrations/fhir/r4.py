@@ -60,13 +60,17 @@ def _install() -> None:
 
 _install()
 
-from fhir.resources import FHIRAbstractModel, construct_fhir_element  # noqa: E402 - needs the finder above
-from fhir.resources import __fhir_version__ as FHIR_VERSION  # noqa: E402
+# Imported through importlib after the finder is in place (a plain import statement would have to sit
+# below it, and would run before it under any reordering of the imports).
+_package: Any = importlib.import_module(_PACKAGE)
+FHIRAbstractModel: Any = _package.FHIRAbstractModel
+construct_fhir_element: Any = _package.construct_fhir_element
+FHIR_VERSION: str = _package.__fhir_version__
 
 assert FHIR_VERSION == "4.0.1", FHIR_VERSION  # the models must be R4's exactly
 
 
-def model_class(resource_type: str) -> type[FHIRAbstractModel]:
+def model_class(resource_type: str) -> Any:
     module = importlib.import_module(f"{_PACKAGE}.{resource_type.lower()}")
     return getattr(module, resource_type)
 
@@ -83,7 +87,7 @@ def validate(resource: dict[str, Any]) -> dict[str, Any]:
     return resource
 
 
-def _check_codes(model: FHIRAbstractModel, path: str) -> None:
+def _check_codes(model: Any, path: str) -> None:
     for name, field in model.__fields__.items():
         value = getattr(model, name, None)
         if value is None:

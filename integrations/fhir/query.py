@@ -25,6 +25,9 @@ MAX_COUNT = 100
 # OFFSET beyond this is refused rather than sent to PostgreSQL (a bigint; and a deep OFFSET walks every row
 # before it): ten thousand pages of 100.
 MAX_OFFSET = 1_000_000
+# No search value of ours is longer (a comma list of 20 ids is 740): longer is a mistake or an attack on the
+# regex and trigram matching.
+MAX_VALUE_LENGTH = 1000
 JSON_FORMATS = frozenset({"json", "application/json", "application/fhir+json", "application/json+fhir"})
 RESULT_PARAMS = frozenset({"_count", "_offset", "_sort", "_include", "_format"})
 
@@ -59,6 +62,8 @@ def parse(resource: ResourceType, params: list[tuple[str, str]], *, lenient: boo
     unknown: list[str] = []
     check_format(params)
     for name, value in params:
+        if len(value) > MAX_VALUE_LENGTH:
+            raise bad(name, f"longer than {MAX_VALUE_LENGTH} characters.")
         if name == "_count":
             request.count = _integer(name, value, 0, MAX_COUNT)
         elif name == "_offset":

@@ -88,7 +88,10 @@ def validate(resource: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_codes(model: Any, path: str) -> None:
-    for name, field in model.__fields__.items():
+    fields = model.__fields__
+    # Only the elements the resource set: a model declares dozens, a resource of ours sets a few.
+    for name in model.__fields_set__:
+        field = fields[name]
         value = getattr(model, name, None)
         if value is None:
             continue

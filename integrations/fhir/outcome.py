@@ -24,7 +24,7 @@ _ISSUE_BY_STATUS = {
     410: "deleted",
     413: "too-costly",
     415: "not-supported",
-    422: "processable",
+    422: "processing",
     429: "throttled",
     503: "transient",
 }

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.test import Client
 
+from integrations.fhir import r4
 from tests.helpers import bearer
 
 FHIR_JSON = "application/fhir+json; charset=utf-8"
@@ -22,6 +23,7 @@ def assert_outcome(response: Any, status: int, code: str, expression: list[str] 
     assert response["Content-Type"] == FHIR_JSON
     body = response.json()
     assert body["resourceType"] == "OperationOutcome", body
+    r4.validate(body)  # the issue codes are the R4 issue-type value set's
     [issue] = body["issue"]
     assert (issue["severity"], issue["code"]) == ("error", code), issue
     assert issue.get("expression") == expression, issue

@@ -12,6 +12,7 @@ from pydantic.v1 import ValidationError
 
 from appointments.models import Appointment
 from integrations.fhir import r4
+from integrations.fhir.outcome import issue_code, outcome
 from integrations.fhir.registry import RESOURCE_TYPES
 from lab.models import LabResult
 from patients.models import Patient
@@ -30,6 +31,11 @@ def test_the_models_are_r4_4_0_1_on_pydantic_v1_and_pydantic_2_is_untouched() ->
     assert r4.FHIR_VERSION == "4.0.1"
     assert pydantic.VERSION.startswith("2.")
     assert r4.model_class("Patient").__module__ == "fhir.resources.patient"
+
+
+def test_every_issue_code_the_server_can_answer_is_in_the_r4_value_set() -> None:
+    for status in (400, 401, 403, 404, 405, 406, 409, 410, 413, 415, 422, 429, 500, 503, 418):
+        r4.validate(outcome("x", code=issue_code(status)))
 
 
 def test_the_check_refuses_a_code_outside_a_required_value_set_and_a_malformed_primitive() -> None:

@@ -7,7 +7,9 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from appointments.models import Appointment
 from integrations.clients.models import AuditLogEntry
@@ -280,3 +282,27 @@ def test_everything_returns_the_compartment_the_scopes_cover(world: RecordWorld,
     assert full["total"] == 13
     assert kinds(narrow) == {"Patient": 1, "Encounter": 3, "Condition": 2, "AllergyIntolerance": 1}
     assert kinds(typed) == {"Patient": 1, "Condition": 2}
+
+
+def test_search_and_everything_take_a_fixed_number_of_queries(world: RecordWorld, token_for: Any) -> None:
+    token = token_for(ALL_READ)
+    searches = [
+        f"Encounter?patient={world.patient.id}&_count=100",
+        "DiagnosticReport",
+        f"Patient/{world.patient.id}/$everything",
+    ]
+    fhir_get(token, "metadata")
+
+    def counts() -> list[int]:
+        found = []
+        for path in searches:
+            with CaptureQueriesContext(connection) as queries:
+                assert fhir_get(token, path).status_code == 200
+            found.append(len(queries.captured_queries))
+        return found
+
+    before = counts()
+    for days in range(30):
+        VisitFactory(patient=world.patient, branch=world.blr, start=at_ist(date(2021, 1, 1) + timedelta(days=days), 9))
+
+    assert counts() == before

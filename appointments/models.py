@@ -162,6 +162,8 @@ class Appointment(TimeStampedModel):
             models.Index(fields=["doctor", "slot_start"], name="appointment_doctor_start"),
             models.Index(fields=["patient", "slot_start"], name="appointment_patient_start"),
             models.Index(fields=["branch", "local_date"], name="appointment_branch_day"),
+            # FHIR Appointment?date=... across doctors and patients, and its default order (slot_start, id).
+            models.Index(fields=["slot_start", "id"], name="appointment_start_order"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "billing",
     "lab",
     "pharmacy",
+    "emr",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",
@@ -188,6 +189,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 30.0,
         "options": {"expires": 30.0},
     },
+    # FHIR Bulk Data export files past FHIR_EXPORT_RETENTION_HOURS.
+    "expire-fhir-exports": {"task": "integrations.tasks.fhir_exports_expire", "schedule": 3600.0},
 }
 # Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
 # three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.
@@ -435,3 +438,12 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
     },
 }
+
+# --- FHIR R4 (integrations.fhir, CONTRACT section 16) ------------------------------------------------
+
+# Our own identifier systems are `<base>/<name>` (patient-id, branch, lab-order, ...): a stable URI of the
+# organisation, never the host a request came to. ABHA numbers use ABDM's system.
+FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="https://clinic.invalid/fhir/sid")
+# Bulk Data $export: where the NDJSON files are written, and how long they are kept after a job completes.
+FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
+FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)

@@ -7,6 +7,7 @@ from clinic.api.errors import api_not_found
 from clinic.api.organisation import BranchViewSet, DoctorViewSet
 from clinic.api.viewsets import ClinicRouter
 from integrations.clients.oauth import RevokeTokenView, TokenView
+from integrations.fhir.views import fhir_not_found
 
 organisation = ClinicRouter()
 organisation.register("branches", BranchViewSet, basename="branch")  # branch-list
@@ -24,11 +25,14 @@ api_v1 = [
     path("", include("billing.api.urls")),
     path("", include("lab.api.urls")),
     path("", include("pharmacy.api.urls")),
+    path("", include("emr.api.urls")),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
+    path("fhir/R4/", include("integrations.fhir.urls")),
+    re_path(r"^fhir/", fhir_not_found),
     path("healthz", meta_views.healthz, name="healthz"),
     path("readyz", meta_views.readyz, name="readyz"),
     # Anything else under /api/ is a problem+json 404, whatever DEBUG says.

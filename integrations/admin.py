@@ -5,9 +5,11 @@ from django.contrib import admin
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.clients.admin import ApiClientAdmin, AuditLogEntryAdmin
+from integrations.fhir.admin import ExportJobAdmin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
+    ExportJob,
     NotificationAttempt,
     NotificationSettings,
     WebhookDelivery,
@@ -28,3 +30,4 @@ admin.site.register(NotificationAttempt, NotificationAttemptAdmin)
 admin.site.register(WebhookSubscription, WebhookSubscriptionAdmin)
 admin.site.register(WebhookDelivery, WebhookDeliveryAdmin)
 admin.site.register(WebhookEvent, WebhookEventAdmin)
+admin.site.register(ExportJob, ExportJobAdmin)

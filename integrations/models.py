@@ -2,12 +2,14 @@
 `models` module, so each is imported here)."""
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
+from integrations.fhir.models import ExportJob
 from integrations.notifications.models import NotificationAttempt, NotificationSettings
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
 __all__ = [
     "ApiClient",
     "AuditLogEntry",
+    "ExportJob",
     "IdempotencyRecord",
     "NotificationAttempt",
     "NotificationSettings",

@@ -14,6 +14,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from clinic.api import audit_buffer, idempotency
+from integrations.fhir import services as fhir_services
 from integrations.webhooks import delivery
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 
@@ -56,3 +57,17 @@ def purge_webhook_events() -> int:
     old = WebhookEvent.objects.filter(created_at__lt=cutoff).exclude(unfinished)
     deleted, _ = WebhookEvent.objects.filter(pk__in=old.values("pk")).delete()
     return deleted
+
+
+# --- FHIR Bulk Data $export (integrations.fhir.services) -------------------------------------------------
+
+
+@shared_task(name=fhir_services.EXPORT_TASK, acks_late=True, ignore_result=True)
+def fhir_export_run(job_id: str) -> None:
+    """Write one export job's NDJSON files; a redelivered message finds the job claimed and does nothing."""
+    fhir_services.export_job_run(job_id=uuid.UUID(job_id))
+
+
+@shared_task
+def fhir_exports_expire() -> int:
+    return fhir_services.export_jobs_expire()

@@ -151,3 +151,16 @@ def _created_on_local_days_anywhere(
         if date_to < date.max - timedelta(days=1):
             orders = orders.filter(created_at__lt=datetime.combine(date_to + timedelta(days=2), time.min, tzinfo=UTC))
     return orders
+
+
+# --- Items and results for the standard channels (integrations.fhir) --------------------------------------
+
+
+def visible_lab_items(client: ApiClient) -> QuerySet[LabOrderItem]:
+    """Order items (a FHIR ServiceRequest, and a DiagnosticReport once resulted) of the visible orders."""
+    return LabOrderItem.objects.filter(order__in=visible_lab_orders(client))
+
+
+def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
+    """The current version of each result of the visible orders (earlier versions are history)."""
+    return LabResult.objects.filter(current=True, item__order__in=visible_lab_orders(client))

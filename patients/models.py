@@ -88,6 +88,8 @@ class Patient(models.Model):
             models.Index(fields=["search_name", "-registered_at"], name="patient_name_registered"),
             # patient_id is matched ignoring case and hyphens (see selectors.patient_id_key).
             models.Index(Upper(Replace("patient_id", Value("-"), Value(""))), name="patient_id_normalised"),
+            # FHIR Patient?birthdate=... with its prefixes (integrations.fhir): a range on the date alone.
+            models.Index(fields=["date_of_birth"], name="patient_birth_date"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -239,6 +241,8 @@ class Visit(EnteredInErrorModel, TimeStampedModel):
                 include=["type", "end", "doctor", "department", "branch", "reason", "entered_in_error"],
                 name="visit_patient_history",
             ),
+            # FHIR Encounter?date=... across patients, and its default order (-start, id).
+            models.Index(fields=["-start", "id"], name="visit_start_order"),
         ]
         constraints = [
             models.CheckConstraint(

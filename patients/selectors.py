@@ -25,7 +25,7 @@ from clinic.selectors import client_branch_ids
 from clinic.text import has_non_ascii_digit
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
-from patients.models import Diagnosis, Patient, Visit
+from patients.models import Allergy, Diagnosis, Patient, Visit
 from patients.search import SearchFilters
 from patients.search import search as patient_search_ids
 
@@ -355,3 +355,29 @@ def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | Non
 
 def _head_office_id() -> uuid.UUID | None:
     return Branch.objects.filter(is_head_office=True).values_list("id", flat=True).first()
+
+
+# --- Clinical rows for the standard channels (integrations.fhir) and the clinical record (emr) ---------------
+# A row is visible when its patient is; visits also carry the branch where they happened, and a client limited
+# to some branches sees only the visits of those. Rows entered in error are left out (CONTRACT section 11).
+
+
+def _of_visible_patients(rows: QuerySet[Any], client: ApiClient) -> QuerySet[Any]:
+    # A join on the patient's branch, not `patient__in=visible_patients(...)`: no subquery for the
+    # unrestricted client, and the planner keeps using the rows' own patient index.
+    allowed = client_branch_ids(client)
+    return rows if allowed is None else rows.filter(patient__registration_branch_id__in=allowed)
+
+
+def visible_visits(client: ApiClient) -> QuerySet[Visit]:
+    visits = _of_visible_patients(Visit.objects.filter(entered_in_error=False), client)
+    allowed = client_branch_ids(client)
+    return visits if allowed is None else visits.filter(branch_id__in=allowed)
+
+
+def visible_diagnoses(client: ApiClient) -> QuerySet[Diagnosis]:
+    return _of_visible_patients(Diagnosis.objects.filter(entered_in_error=False), client)
+
+
+def visible_allergies(client: ApiClient) -> QuerySet[Allergy]:
+    return _of_visible_patients(Allergy.objects.filter(entered_in_error=False), client)

@@ -327,3 +327,17 @@ def dispense_list(
     if prescription is not None:
         dispenses = dispenses.filter(prescription=prescription)
     return _dispense_detail(_dated(dispenses, date_from, date_to)).order_by("-created_at", "id")
+
+
+# --- Items and lines for the standard channels (integrations.fhir) ----------------------------------------
+
+
+def visible_prescription_items(client: ApiClient) -> QuerySet[PrescriptionItem]:
+    """Prescription items (a FHIR MedicationRequest each) of the visible prescriptions."""
+    return PrescriptionItem.objects.filter(prescription__in=visible_prescriptions(client))
+
+
+def visible_dispense_lines(client: ApiClient) -> QuerySet[DispenseLine]:
+    """Lines (a FHIR MedicationDispense each) of the visible dispenses made to a known patient: an
+    over-the-counter sale to nobody in particular is no part of anyone's record."""
+    return DispenseLine.objects.filter(dispense__in=visible_dispenses(client).filter(patient__isnull=False))

@@ -19,11 +19,11 @@ from clinic.api import ratelimit
 from clinic.api.context import request_context
 from clinic.api.errors import oauth_error_response, problem_response
 from clinic.api.network import client_ip
-from clinic.api.paths import API_PREFIX, OAUTH_PATHS, is_public_api_path
+from clinic.api.paths import API_PREFIX, FHIR_PREFIX, OAUTH_PATHS, is_public_api_path
 
 
 def _exempt(path: str) -> bool:
-    return not path.startswith(API_PREFIX) or is_public_api_path(path)
+    return not path.startswith((API_PREFIX, FHIR_PREFIX)) or is_public_api_path(path)
 
 
 def _key(request: HttpRequest) -> str:

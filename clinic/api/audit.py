@@ -16,7 +16,7 @@ from clinic.api import audit_buffer
 from clinic.api.context import request_context
 from clinic.api.errors import api_not_found
 from clinic.api.network import client_ip
-from clinic.api.paths import API_PREFIX, is_public_api_path
+from clinic.api.paths import API_PREFIX, FHIR_PREFIX, is_public_api_path
 from clinic.text import CONTROL_CHARACTERS
 from integrations.models import AuditLogEntry
 
@@ -25,7 +25,7 @@ logger = logging.getLogger("integrations.audit")
 
 def _audited(path: str) -> bool:
     # The schema and docs pages are public documentation, not API operations on data.
-    return path.startswith(API_PREFIX) and not is_public_api_path(path)
+    return path.startswith((API_PREFIX, FHIR_PREFIX)) and not is_public_api_path(path)
 
 
 def _route(request: HttpRequest) -> str:

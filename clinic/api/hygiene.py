@@ -22,9 +22,10 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.http import parse_header_parameters
 
 from clinic.api.errors import oauth_error_response, problem_response
-from clinic.api.paths import OAUTH_PATHS
+from clinic.api.paths import FHIR_PREFIX, OAUTH_PATHS
 from clinic.text import CONTROL_CHARACTERS as _CONTROL
 from clinic.text import has_non_ascii_digit
+from integrations.fhir.outcome import FhirError, outcome_response
 
 CHECKED_PREFIXES = ("/api/", "/fhir/")
 # RFC 2046 section 5.1.1: 1-70 characters from this set, not ending in a space.
@@ -130,6 +131,9 @@ def refusal_for_exception(exc: BaseException) -> Refusal | None:
 def refusal_response(request: HttpRequest, refusal: Refusal) -> HttpResponse:
     if request.path in OAUTH_PATHS:
         return oauth_error_response(refusal.status, "invalid_request", refusal.detail)
+    if request.path.startswith(FHIR_PREFIX):  # FHIR errors are OperationOutcomes
+        fields = [error["field"] for error in refusal.errors or [] if error.get("field")]
+        return outcome_response(FhirError(refusal.status, refusal.detail, expression=fields or None))
     return problem_response(refusal.status, refusal.code, refusal.detail, errors=refusal.errors or None)
 
 

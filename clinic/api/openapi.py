@@ -411,5 +411,11 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
         "`idempotency_key_reused`; a request still running is 409 `idempotency_key_in_use`. Keys are kept 24 hours."
         "\n\nUnknown query parameters are refused with 400 `unknown_parameter` naming each of them, and unknown "
         "body fields with 400 `validation_error` (`errors[].code` = `unknown_field`)."
+        "\n\n## FHIR R4\n\nThe same records are served as FHIR R4 (4.0.1) at `/fhir/R4/`, on the same tokens, "
+        "scopes and branch restrictions: read and search, `Patient/{id}/$everything` and Bulk Data `$export`. "
+        "That server is described by its CapabilityStatement at `/fhir/R4/metadata` (which points back here), "
+        "not in this document."
     )
+    # The FHIR server's own description (integrations.fhir.capability), relative like `servers`.
+    result["externalDocs"] = {"description": "FHIR R4 CapabilityStatement", "url": "/fhir/R4/metadata"}
     return result

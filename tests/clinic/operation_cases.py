@@ -149,6 +149,12 @@ CASES: dict[str, Case] = {
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
     ),
+    "patients_record": Case(
+        lambda of, w: Call("GET", f"/api/v1/patients/{of('id').patient.patient_id}/record", {"per_page": "5"}),
+        200,
+        audited=lambda site, body: [site.patient],
+        refused={"id": Refusal.NOT_FOUND},
+    ),
     "patients_partial_update": Case(
         lambda of, w: Call(
             "PATCH",

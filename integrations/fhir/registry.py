@@ -1,0 +1,439 @@
+"""The resource types the server serves (CONTRACT section 16): for each, the scope a token needs, its
+visible rows (the owning app's selector, so a branch-restricted client sees what the REST API shows it and
+nothing more), the mapping, the search parameters, the sort keys and the patient each row is about (for
+the audit row and the Patient compartment of $everything and $export)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Value
+from django.db.models.functions import Replace, Upper
+from django.db.models.lookups import Exact
+
+from appointments.selectors import visible_appointments
+from clinic.models import Branch
+from clinic.selectors import branch_list, visible_doctors
+from integrations.fhir import mapping
+from integrations.fhir.search import (
+    SearchParam,
+    code_filter,
+    date_filter,
+    id_filter,
+    reference_filter,
+    token,
+)
+from integrations.models import ApiClient
+from lab.models import LabResult
+from lab.selectors import visible_lab_items, visible_lab_results
+from patients.identifiers import normalise_abha, normalise_patient_ref
+from patients.selectors import visible_allergies, visible_diagnoses, visible_patients, visible_visits
+from pharmacy.selectors import visible_dispense_lines, visible_prescription_items
+
+GENDER_SYSTEM = "http://hl7.org/fhir/administrative-gender"
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    name: str
+    scope: str
+    rows: Callable[[ApiClient], QuerySet[Any]]  # visible rows, with what the mapping reads
+    to_fhir: Callable[[Any], dict[str, Any]]
+    order: tuple[str, ...]  # the default order, ending with a tiebreak on the primary key
+    params: dict[str, SearchParam] = field(default_factory=dict)
+    sorts: dict[str, str] = field(default_factory=dict)  # _sort name -> column
+    patient_field: str | None = None  # the row's patient id, for the audit and the compartment
+    includes: tuple[str, ...] = ()
+    updated_field: str = "updated_at"  # what $export's _since compares (the resource's meta.lastUpdated)
+
+
+def _id() -> SearchParam:
+    return SearchParam(id_filter(), "token", "The resource id.")
+
+
+def _patient(field_name: str) -> SearchParam:
+    return SearchParam(reference_filter(field_name, "Patient"), "reference", "The patient: Patient/<id>.")
+
+
+# --- Patient -------------------------------------------------------------------------------------------------
+
+
+def _identifier(raw: str, name: str) -> Q:
+    """ABHA under ABDM's system (hyphens allowed), our patient_id under ours (case and hyphens ignored, by
+    the patient_id_normalised index), or either without a system. A malformed value matches nobody."""
+    system, value = token(raw)
+    wanted: list[Q] = []
+    if system in (None, "", mapping.ABHA_SYSTEM):
+        with contextlib.suppress(ValueError):
+            wanted.append(Q(national_health_id=normalise_abha(value)))
+    if system in (None, "", mapping.system("patient-id")):
+        key = Upper(Replace("patient_id", Value("-"), Value("")))
+        wanted.append(Q(Exact(key, normalise_patient_ref(value))))
+    if not wanted:
+        return Q(pk__in=[])
+    combined = wanted[0]
+    for extra in wanted[1:]:
+        combined |= extra
+    return combined
+
+
+def _name(raw: str, name: str) -> Q:
+    # FHIR's default string match: a name part starting with the value, ignoring case. search_name is the
+    # lower-case "first last"; the regex is answered by its trigram index (patient_name_trgm).
+    text = raw.strip().lower()
+    if not text:
+        return Q()
+    return Q(search_name__regex=r"(^| )" + re.escape(text))
+
+
+def _name_contains(raw: str, name: str) -> Q:
+    return Q(search_name__contains=raw.strip().lower())
+
+
+def _name_exact(raw: str, name: str) -> Q:
+    return Q(first_name=raw) | Q(last_name=raw) | Q(search_name=raw.lower())
+
+
+def _phone(raw: str, name: str) -> Q:
+    # The digits' tail, as the REST search: phone_digits_reversed by prefix (patient_phone_tail index).
+    digits = "".join(ch for ch in raw if "0" <= ch <= "9")
+    if len(digits) < 4:
+        return Q(pk__in=[])
+    return Q(phone_digits_reversed__startswith=digits[::-1])
+
+
+PATIENT = ResourceType(
+    name="Patient",
+    scope="patients:read",
+    rows=lambda client: visible_patients(client),
+    to_fhir=mapping.patient,
+    order=("-registered_at", "id"),
+    params={
+        "_id": _id(),
+        "identifier": SearchParam(
+            _identifier, "token", f"{mapping.ABHA_SYSTEM}|<ABHA number> or <our system>|<patient_id>."
+        ),
+        "name": SearchParam(_name, "string", "A name part starting with the value (case ignored)."),
+        "name:contains": SearchParam(_name_contains, "string", "Any part of the name."),
+        "name:exact": SearchParam(_name_exact, "string", "The given or family name exactly."),
+        "birthdate": SearchParam(date_filter("date_of_birth", date_only=True), "date", "Date of birth."),
+        "gender": SearchParam(code_filter("gender", (GENDER_SYSTEM,)), "token", "male | female | other | unknown"),
+        "phone": SearchParam(_phone, "token", "The phone number or its last 4+ digits."),
+    },
+    sorts={"birthdate": "date_of_birth", "_lastUpdated": "updated_at", "name": "search_name"},
+    patient_field="id",
+)
+
+# --- The organisation -------------------------------------------------------------------------------------
+
+
+def _text_contains(field_name: str) -> Callable[[str, str], Q]:
+    return lambda raw, name: Q(**{f"{field_name}__icontains": raw.strip()})
+
+
+PRACTITIONER = ResourceType(
+    name="Practitioner",
+    scope="appointments:read",
+    rows=lambda client: visible_doctors(client),
+    to_fhir=mapping.practitioner,
+    order=("name", "id"),
+    params={"_id": _id(), "name": SearchParam(_text_contains("name"), "string", "Part of the name.")},
+    sorts={"name": "name"},
+)
+
+
+def _branch_identifier(raw: str, name: str) -> Q:
+    system, code = token(raw)
+    if system not in (None, "", mapping.system("branch")):
+        return Q(pk__in=[])
+    return Q(code=code.upper())
+
+
+def _branches(client: ApiClient) -> QuerySet[Branch]:
+    return branch_list(client=client)
+
+
+_BRANCH_PARAMS = {
+    "_id": _id(),
+    "name": SearchParam(_text_contains("name"), "string", "Part of the branch's name."),
+    "identifier": SearchParam(_branch_identifier, "token", "The branch code (BLR)."),
+    "address-state": SearchParam(lambda raw, name: Q(state__iexact=raw.strip()), "string", "The state's name."),
+}
+ORGANIZATION = ResourceType(
+    name="Organization",
+    scope="appointments:read",
+    rows=_branches,
+    to_fhir=mapping.organization,
+    order=("code", "id"),
+    params=_BRANCH_PARAMS,
+    sorts={"name": "name"},
+)
+LOCATION = ResourceType(
+    name="Location",
+    scope="appointments:read",
+    rows=_branches,
+    to_fhir=mapping.location,
+    order=("code", "id"),
+    params=_BRANCH_PARAMS,
+    sorts={"name": "name"},
+)
+
+# --- Appointments -------------------------------------------------------------------------------------------
+
+APPOINTMENT = ResourceType(
+    name="Appointment",
+    scope="appointments:read",
+    rows=lambda client: visible_appointments(client),
+    to_fhir=mapping.appointment,
+    order=("slot_start", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("patient_id"),
+        "practitioner": SearchParam(
+            reference_filter("doctor_id", "Practitioner"), "reference", "The doctor: Practitioner/<id>."
+        ),
+        "location": SearchParam(reference_filter("branch_id", "Location"), "reference", "The branch: Location/<id>."),
+        "date": SearchParam(date_filter("slot_start"), "date", "The start."),
+        "status": SearchParam(
+            code_filter("status", ("http://hl7.org/fhir/appointmentstatus",), mapping.APPOINTMENT_STATUS_SEARCH),
+            "token",
+            "booked | checked-in | fulfilled | cancelled | noshow",
+        ),
+    },
+    sorts={"date": "slot_start"},
+    patient_field="patient_id",
+    includes=("Appointment:patient",),
+)
+
+# --- Clinical ------------------------------------------------------------------------------------------------
+
+ENCOUNTER = ResourceType(
+    name="Encounter",
+    scope="emr:read",
+    rows=lambda client: visible_visits(client).select_related("doctor", "department", "branch"),
+    to_fhir=mapping.encounter,
+    order=("-start", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("patient_id"),
+        "subject": SearchParam(reference_filter("patient_id", "Patient"), "reference", "Patient/<id>."),
+        "date": SearchParam(date_filter("start"), "date", "The visit's start."),
+        "class": SearchParam(
+            code_filter("type", (mapping.V3_ACT_CODE,), {"AMB": "outpatient", "IMP": "inpatient"}),
+            "token",
+            "AMB (outpatient) | IMP (inpatient)",
+        ),
+        "practitioner": SearchParam(reference_filter("doctor_id", "Practitioner"), "reference", "Practitioner/<id>."),
+    },
+    sorts={"date": "start"},
+    patient_field="patient_id",
+)
+CONDITION = ResourceType(
+    name="Condition",
+    scope="emr:read",
+    rows=lambda client: visible_diagnoses(client),
+    to_fhir=mapping.condition,
+    order=("-onset_date", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("patient_id"),
+        "subject": SearchParam(reference_filter("patient_id", "Patient"), "reference", "Patient/<id>."),
+        "clinical-status": SearchParam(
+            code_filter("status", (mapping.CONDITION_CLINICAL,)), "token", "active | resolved | inactive"
+        ),
+        "code": SearchParam(code_filter("code", (mapping.ICD10,)), "token", "The ICD-10 code (E11.9)."),
+        "onset-date": SearchParam(date_filter("onset_date", date_only=True), "date", "The onset date."),
+    },
+    sorts={"onset-date": "onset_date", "recorded-date": "created_at"},
+    patient_field="patient_id",
+)
+ALLERGY = ResourceType(
+    name="AllergyIntolerance",
+    scope="emr:read",
+    rows=lambda client: visible_allergies(client),
+    to_fhir=mapping.allergy_intolerance,
+    order=("substance", "id"),
+    params={"_id": _id(), "patient": _patient("patient_id")},
+    sorts={"date": "created_at"},
+    patient_field="patient_id",
+)
+
+# --- Pharmacy ------------------------------------------------------------------------------------------------
+
+MEDICATION_REQUEST = ResourceType(
+    name="MedicationRequest",
+    scope="pharmacy:read",
+    rows=lambda client: visible_prescription_items(client).select_related(
+        "drug", "prescription__branch", "prescription__doctor"
+    ),
+    to_fhir=mapping.medication_request,
+    order=("-prescription__created_at", "prescription_id", "position", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("prescription__patient_id"),
+        "subject": SearchParam(reference_filter("prescription__patient_id", "Patient"), "reference", "Patient/<id>."),
+        "status": SearchParam(
+            code_filter(
+                "prescription__status",
+                ("http://hl7.org/fhir/CodeSystem/medicationrequest-status",),
+                mapping.MEDICATION_REQUEST_STATUS_SEARCH,
+            ),
+            "token",
+            "active | completed | cancelled",
+        ),
+        "authoredon": SearchParam(date_filter("prescription__created_at"), "date", "When prescribed."),
+        "code": SearchParam(code_filter("drug__code", (mapping.system("drug"),)), "token", "The drug's code."),
+        "requester": SearchParam(
+            reference_filter("prescription__doctor_id", "Practitioner"), "reference", "Practitioner/<id>."
+        ),
+    },
+    sorts={"authoredon": "prescription__created_at"},
+    patient_field="prescription__patient_id",
+    updated_field="prescription__updated_at",
+)
+MEDICATION_DISPENSE = ResourceType(
+    name="MedicationDispense",
+    scope="pharmacy:read",
+    rows=lambda client: visible_dispense_lines(client).select_related("drug", "dispense__branch"),
+    to_fhir=mapping.medication_dispense,
+    order=("-dispense__created_at", "dispense_id", "position", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("dispense__patient_id"),
+        "subject": SearchParam(reference_filter("dispense__patient_id", "Patient"), "reference", "Patient/<id>."),
+        "prescription": SearchParam(
+            reference_filter("prescription_item_id", "MedicationRequest"), "reference", "MedicationRequest/<id>."
+        ),
+        "whenhandedover": SearchParam(date_filter("dispense__created_at"), "date", "When handed over."),
+        "code": SearchParam(code_filter("drug__code", (mapping.system("drug"),)), "token", "The drug's code."),
+    },
+    sorts={"whenhandedover": "dispense__created_at"},
+    patient_field="dispense__patient_id",
+    updated_field="dispense__updated_at",
+)
+
+# --- Laboratory and imaging ----------------------------------------------------------------------------------
+
+_ITEM_ACTIVE = ("ordered", "collected", "scheduled", "in_progress")
+_ITEM_DONE = ("resulted", "final", "completed")
+
+
+def _service_request_status(raw: str, name: str) -> Q:
+    system, code = token(raw)
+    if system not in (None, "", "http://hl7.org/fhir/request-status"):
+        return Q(pk__in=[])
+    cancelled = Q(order__status="cancelled") | Q(status="cancelled")
+    if code == "active":
+        return Q(status__in=_ITEM_ACTIVE) & ~cancelled
+    if code == "completed":
+        return Q(status__in=_ITEM_DONE) & ~cancelled
+    if code == "revoked":
+        return cancelled
+    return Q(pk__in=[])
+
+
+_ITEM_PARAMS = {
+    "_id": _id(),
+    "patient": _patient("order__patient_id"),
+    "subject": SearchParam(reference_filter("order__patient_id", "Patient"), "reference", "Patient/<id>."),
+    "code": SearchParam(code_filter("test__loinc_code", (mapping.LOINC,)), "token", "The test's LOINC code."),
+}
+SERVICE_REQUEST = ResourceType(
+    name="ServiceRequest",
+    scope="lab:read",
+    rows=lambda client: visible_lab_items(client).select_related("test", "order__branch", "order__doctor"),
+    to_fhir=mapping.service_request,
+    order=("-order__created_at", "order_id", "position", "id"),
+    params={
+        **_ITEM_PARAMS,
+        "status": SearchParam(_service_request_status, "token", "active | completed | revoked"),
+        "authored": SearchParam(date_filter("order__created_at"), "date", "When ordered."),
+    },
+    sorts={"authored": "order__created_at"},
+    patient_field="order__patient_id",
+    updated_field="order__updated_at",
+)
+
+
+def _observations(client: ApiClient) -> QuerySet[LabResult]:
+    # Analyte results only: an imaging report is the DiagnosticReport's conclusion, not an Observation.
+    return visible_lab_results(client).filter(analyte__isnull=False).select_related("analyte", "item__order__branch")
+
+
+OBSERVATION = ResourceType(
+    name="Observation",
+    scope="lab:read",
+    rows=_observations,
+    to_fhir=mapping.observation,
+    order=("-performed_at", "id"),
+    params={
+        "_id": _id(),
+        "patient": _patient("item__order__patient_id"),
+        "subject": SearchParam(reference_filter("item__order__patient_id", "Patient"), "reference", "Patient/<id>."),
+        "code": SearchParam(code_filter("analyte__loinc_code", (mapping.LOINC,)), "token", "The LOINC code (718-7)."),
+        "date": SearchParam(date_filter("performed_at"), "date", "When performed."),
+        "status": SearchParam(
+            code_filter("status", ("http://hl7.org/fhir/observation-status",)), "token", "preliminary | final | amended"
+        ),
+        "category": SearchParam(
+            code_filter("item__test__kind", (mapping.OBSERVATION_CATEGORY,), {"laboratory": "lab"}),
+            "token",
+            "laboratory",
+        ),
+        "based-on": SearchParam(reference_filter("item_id", "ServiceRequest"), "reference", "ServiceRequest/<id>."),
+    },
+    sorts={"date": "performed_at"},
+    patient_field="item__order__patient_id",
+    updated_field="recorded_at",
+)
+
+
+def _reports(client: ApiClient) -> QuerySet[Any]:
+    current = LabResult.objects.filter(current=True).order_by("analyte__position", "analyte__code", "id")
+    return (
+        visible_lab_items(client)
+        .filter(Exists(LabResult.objects.filter(item=OuterRef("pk"), current=True)))
+        .select_related("test", "order__branch")
+        .prefetch_related(Prefetch("results", queryset=current, to_attr="current_results"))
+    )
+
+
+DIAGNOSTIC_REPORT = ResourceType(
+    name="DiagnosticReport",
+    scope="lab:read",
+    rows=_reports,
+    to_fhir=mapping.diagnostic_report,
+    order=("-order__created_at", "order_id", "position", "id"),
+    params={
+        **_ITEM_PARAMS,
+        "based-on": SearchParam(reference_filter("pk", "ServiceRequest"), "reference", "ServiceRequest/<id>."),
+    },
+    sorts={"date": "order__created_at"},
+    patient_field="order__patient_id",
+    updated_field="order__updated_at",
+)
+
+RESOURCE_TYPES: dict[str, ResourceType] = {
+    resource.name: resource
+    for resource in (
+        PATIENT,
+        PRACTITIONER,
+        ORGANIZATION,
+        LOCATION,
+        APPOINTMENT,
+        ENCOUNTER,
+        CONDITION,
+        ALLERGY,
+        MEDICATION_REQUEST,
+        MEDICATION_DISPENSE,
+        SERVICE_REQUEST,
+        OBSERVATION,
+        DIAGNOSTIC_REPORT,
+    )
+}
+# The Patient compartment ($everything, Patient-level $export): the types whose rows are about one patient.
+COMPARTMENT = [resource for resource in RESOURCE_TYPES.values() if resource.patient_field]

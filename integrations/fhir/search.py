@@ -1,0 +1,208 @@
+"""FHIR search parameters -> SQL filters (Q objects on the resource's rows), with FHIR semantics.
+
+- `date` values have a precision (2026, 2026-03, 2026-03-02, or a time with its offset, which FHIR
+  requires once hours are given): each is the range [lo, hi) of instants it covers; a date alone is a day
+  of the service's time zone (TIME_ZONE). Prefixes on a point-valued element (every date we search is
+  one): eq lo<=v<hi, ne not that, lt and eb v<lo, le v<hi, gt and sa v>=hi, ge v>=lo, ap within 10% of the
+  distance from now (at least the value's own range).
+- `token` values are `code`, `system|code`, `|code` or `system|`; `reference` values `Patient/<id>`,
+  `<id>` or an absolute URL ending so.
+- A comma separates alternatives (OR); a parameter repeated is a conjunction (AND).
+- Everything is a WHERE on an indexed column: nothing is filtered in Python.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Q
+
+from integrations.fhir.outcome import FhirError
+
+# ASCII digits only ([0-9], not \d, which matches other scripts' digits too).
+_DATE = re.compile(
+    r"^(?P<prefix>eq|ne|lt|gt|le|ge|sa|eb|ap)?"
+    r"(?P<year>[0-9]{4})(?:-(?P<month>[0-9]{2})(?:-(?P<day>[0-9]{2})"
+    r"(?:T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})(?::(?P<second>[0-9]{2})(?P<fraction>\.[0-9]{1,6})?)?"
+    r"(?P<zone>Z|[+-][0-9]{2}:[0-9]{2}))?)?)?$"
+)
+_ID = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
+
+Filter = Callable[[str, str], Q]  # (value, modifier) -> Q
+
+
+@dataclass(frozen=True)
+class DateRange:
+    prefix: str
+    lo: datetime
+    hi: datetime
+    is_date: bool  # no time part: the day(s) of the service's time zone
+
+
+def bad(name: str, message: str) -> FhirError:
+    return FhirError(400, f"Search parameter {name}: {message}", expression=[name])
+
+
+def parse_date(name: str, raw: str) -> DateRange:
+    match = _DATE.match(raw)
+    if match is None:
+        raise bad(name, f"{raw!r} is not a FHIR date or dateTime with an optional prefix (eq ne lt gt le ge sa eb ap).")
+    parts = {key: value for key, value in match.groupdict().items() if value is not None}
+    if "hour" in parts and "zone" not in parts:
+        raise bad(name, "a time needs its UTC offset (Z or +05:30).")
+    try:
+        year, month, day = int(parts["year"]), int(parts.get("month", 1)), int(parts.get("day", 1))
+        if "hour" in parts:
+            zone = UTC if parts["zone"] == "Z" else datetime.strptime(parts["zone"].replace(":", ""), "%z").tzinfo
+            fraction = parts.get("fraction", "")
+            micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
+            lo = datetime(
+                year,
+                month,
+                day,
+                int(parts["hour"]),
+                int(parts["minute"]),
+                int(parts.get("second", 0)),
+                micro,
+                tzinfo=zone,
+            )
+            step = (
+                timedelta(microseconds=1)
+                if fraction
+                else timedelta(seconds=1)
+                if "second" in parts
+                else timedelta(minutes=1)
+            )
+            hi = lo + step
+        else:
+            local = ZoneInfo(settings.TIME_ZONE)
+            start = date(year, month, day)
+            if "day" in parts:
+                end = start + timedelta(days=1)
+            elif "month" in parts:
+                end = date(year + (month == 12), month % 12 + 1, 1)
+            else:
+                end = date(year + 1, 1, 1)
+            lo = datetime(start.year, start.month, start.day, tzinfo=local)
+            hi = datetime(end.year, end.month, end.day, tzinfo=local)
+    except (ValueError, OverflowError):
+        raise bad(name, f"{raw!r} is not a valid date.") from None
+    return DateRange(prefix=parts.get("prefix", "eq"), lo=lo, hi=hi, is_date="hour" not in parts)
+
+
+def _bounds_q(field: str, value: DateRange, lo: object, hi: object) -> Q:
+    prefix = value.prefix
+    if prefix == "eq":
+        return Q(**{f"{field}__gte": lo, f"{field}__lt": hi})
+    if prefix == "ne":
+        return ~Q(**{f"{field}__gte": lo, f"{field}__lt": hi})
+    if prefix in ("lt", "eb"):
+        return Q(**{f"{field}__lt": lo})
+    if prefix == "le":
+        return Q(**{f"{field}__lt": hi})
+    if prefix in ("gt", "sa"):
+        return Q(**{f"{field}__gte": hi})
+    return Q(**{f"{field}__gte": lo})  # ge
+
+
+def date_filter(field: str, *, date_only: bool = False) -> Filter:
+    """A `date` parameter on a timestamp column (`date_only`: on a date column such as date_of_birth)."""
+
+    def build(raw: str, name: str) -> Q:
+        value = parse_date(name, raw)
+        if date_only:
+            if not value.is_date:
+                raise bad(name, "takes a date without a time.")
+            lo, hi = value.lo.date(), value.hi.date()
+        else:
+            lo, hi = value.lo, value.hi
+        if value.prefix == "ap":
+            now = datetime.now(UTC)
+            margin = abs(now - value.lo) / 10
+            if date_only:
+                margin_days = timedelta(days=margin.days)
+                return Q(**{f"{field}__gte": lo - margin_days, f"{field}__lt": hi + margin_days})
+            return Q(**{f"{field}__gte": lo - margin, f"{field}__lt": hi + margin})
+        return _bounds_q(field, value, lo, hi)
+
+    return build
+
+
+def token(raw: str) -> tuple[str | None, str]:
+    """(system or None when not given, code): `a|b` -> ("a", "b"); `|b` -> ("", "b"); `b` -> (None, "b")."""
+    if "|" in raw:
+        system_part, _, code = raw.partition("|")
+        return system_part, code
+    return None, raw
+
+
+def reference_id(raw: str, target: str) -> str | None:
+    """The id of a reference to `target` (`Patient/<id>`, `<id>`, `http://.../Patient/<id>`), None when it
+    names another type or no valid id (which matches nothing)."""
+    text = raw.rstrip("/")
+    if "/" in text:
+        resource_type, _, key = text.rpartition("/")
+        if resource_type.rpartition("/")[2] != target:
+            return None
+    else:
+        key = text
+    return key if _ID.match(key) else None
+
+
+def uuid_or_none(key: str | None) -> uuid.UUID | None:
+    if key is None:
+        return None
+    try:
+        return uuid.UUID(key)
+    except ValueError:
+        return None
+
+
+def reference_filter(field: str, target: str) -> Filter:
+    """A reference to one of our rows by id (a UUID); anything else matches nothing."""
+
+    def build(raw: str, name: str) -> Q:
+        key = uuid_or_none(reference_id(raw, target))
+        return Q(**{field: key}) if key is not None else Q(pk__in=[])
+
+    return build
+
+
+def id_filter(field: str = "pk") -> Filter:
+    def build(raw: str, name: str) -> Q:
+        key = uuid_or_none(raw)
+        return Q(**{field: key}) if key is not None else Q(pk__in=[])
+
+    return build
+
+
+def code_filter(field: str, systems: tuple[str, ...], mapping: Mapping[str, str] | None = None) -> Filter:
+    """A token on a coded column: the code (mapped to ours when `mapping` is given); a system, when sent,
+    must be one of `systems` (else nothing matches)."""
+
+    def build(raw: str, name: str) -> Q:
+        system_part, code = token(raw)
+        if system_part and system_part not in systems:
+            return Q(pk__in=[])
+        if not code:
+            return Q()
+        if mapping is not None:
+            ours = mapping.get(code)
+            return Q(**{field: ours}) if ours is not None else Q(pk__in=[])
+        return Q(**{field: code})
+
+    return build
+
+
+@dataclass(frozen=True)
+class SearchParam:
+    build: Callable[[str, str], Q]  # (value, parameter name) -> Q
+    type: str  # the CapabilityStatement's SearchParamType: date, token, reference, string
+    documentation: str
+    modifiers: tuple[str, ...] = ()

@@ -41,7 +41,7 @@ from harness import RESULTS, ROOT, bench_client, gunicorn, manage, prepare, toke
 LUA = Path(__file__).with_name("requests.lua")
 SCOPES = (
     "patients:read appointments:read appointments:write billing:read billing:write lab:read lab:write "
-    "pharmacy:read pharmacy:write"
+    "pharmacy:read pharmacy:write emr:read"
 )
 
 # (scenario, metric, limit, description); metric: p95 at concurrency 1, or throughput at concurrency 16.
@@ -74,6 +74,11 @@ TARGETS: list[tuple[str, str, float, str]] = [
     ("pharmacy_stock", "c1_p95", 30, "p95 <= 30 ms"),
     ("pharmacy_dispense", "c1_p95", 50, "p95 <= 50 ms"),
     ("pharmacy_dispense", "c16_rps", 100, ">= 100 dispenses/s at concurrency 16"),
+    # FHIR R4 (issue 18) over the same data.
+    ("fhir_patient_identifier", "c1_p95", 20, "p95 <= 20 ms"),
+    ("fhir_patient_name", "c1_p95", 50, "p95 <= 50 ms"),
+    ("fhir_observation_patient", "c1_p95", 40, "p95 <= 40 ms"),
+    ("fhir_everything_500", "c1_p95", 300, "p95 <= 300 ms"),
 ]
 # The summary's p95 at concurrency 1 on this machine before credit notes and refunds (bench/results/scale.md
 # at commit a3457c5, 2026-11-22): what it must stay within.
@@ -385,6 +390,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from scale_fhir import fhir_scenarios
     from scale_lab import lab_scenarios
     from scale_limit import capture, replay
     from scale_pharmacy import pharmacy_scenarios
@@ -432,6 +438,16 @@ def main() -> int:
                     pool=args.pool,
                     write_pool=args.write_pool,
                     today=today,
+                )
+            if not only or any(name.startswith("fhir_") for name in only):
+                from django.conf import settings
+
+                scenarios += fhir_scenarios(
+                    conn,
+                    bearer=(("Authorization", f"Bearer {bearer}"),),
+                    seed=args.seed,
+                    pool=args.pool,
+                    system=f"{settings.FHIR_IDENTIFIER_SYSTEM_BASE}/patient-id",
                 )
             if args.quality and (not only or "quality" in only):
                 print("search quality", flush=True)

@@ -11,7 +11,7 @@ import pytest
 from pydantic.v1 import ValidationError
 
 from appointments.models import Appointment
-from integrations.fhir import r4
+from integrations.fhir import r4, registry
 from integrations.fhir.outcome import issue_code, outcome
 from integrations.fhir.registry import RESOURCE_TYPES
 from lab.models import LabResult
@@ -245,3 +245,31 @@ def test_a_cancelled_appointment_maps_status_participants_and_reason(world: Reco
         },
     ]
     assert body["start"] == appointment.slot_start.astimezone(world.blr.zone).isoformat()
+
+
+@pytest.mark.parametrize(
+    ("resource_type", "statuses"),
+    [
+        ("DiagnosticReport", ("amended", "corrected", "entered-in-error")),
+        ("Observation", ("amended", "corrected", "entered-in-error")),
+        ("Encounter", ("finished", "entered-in-error", "unknown")),
+    ],
+)
+def test_a_status_the_models_list_abridged_is_checked_against_its_full_r4_value_set(resource_type, statuses) -> None:
+    # The models list "registered | partial | preliminary | final +": an amended lab result's report is
+    # "amended", which the abridged list lacks (found at scale: $everything of a patient with one was a 500).
+    required = {"class": {"code": "AMB"}} if resource_type == "Encounter" else {"code": {"text": "CBC"}}
+    base = {"resourceType": resource_type, **required}
+    for status in statuses:
+        assert r4.validate({**base, "status": status})["status"] == status
+    with pytest.raises(r4.ValueSetError, match=rf"{resource_type}\.status"):
+        r4.validate({**base, "status": "+"})
+
+
+def test_only_those_statuses_are_listed_abridged_among_the_types_served() -> None:
+    abridged = set()
+    for resource_type in registry.RESOURCE_TYPES:
+        for field in r4.model_class(resource_type).__fields__.values():
+            if "+" in (field.field_info.extra.get("enum_values") or []):
+                abridged.add((resource_type, field.alias))
+    assert abridged == set(r4.ABRIDGED_STATUSES)

@@ -165,3 +165,17 @@ def test_a_deferred_audit_row_of_a_client_deleted_since_is_written_without_it_an
 
     assert sorted(AuditLogEntry.objects.values_list("request_id", "client_id")) == [("gone", None), ("kept", kept.pk)]
     assert flush_deferred_audit_rows() == 0
+
+
+def test_an_admin_page_while_postgresql_is_unreachable_is_a_plain_503_not_a_500(
+    client: Any, admin_user: Any, proxied_database: TcpProxy
+) -> None:
+    client.force_login(admin_user)
+    proxied_database.cut()
+    _next_request()
+
+    response = client.get("/admin/")
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.content == b"Service unavailable: the database is briefly unreachable; retry shortly.\n"

@@ -1,0 +1,92 @@
+"""Redis stopping and starting under the API (CONTRACT section 18): the API keeps serving, rate limits fall
+back to a per-process approximation with one log line and a metric, and go back to Redis when it answers.
+The Redis is the tests' own (tests/operations/conftest.py), stopped and started for real."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from clinic.api import ratelimit
+from tests.helpers import bearer, stored_token
+from tests.operations.conftest import PrivateRedis
+
+pytestmark = pytest.mark.django_db
+BRANCHES = "/api/v1/branches"
+
+
+@pytest.fixture
+def redis_for_the_api(settings: Any, private_redis: PrivateRedis, monkeypatch: Any) -> Iterator[PrivateRedis]:
+    settings.REDIS_URL = private_redis.url
+    ratelimit._redis_script.cache_clear()
+    ratelimit._local_logs.clear()
+    monkeypatch.setattr(ratelimit, "_redis_down_until", None)
+    yield private_redis
+    ratelimit._redis_script.cache_clear()
+    ratelimit._local_logs.clear()
+
+
+def _fallbacks() -> float:
+    return REGISTRY.get_sample_value("clinic_ratelimit_fallback_total") or 0.0
+
+
+def test_with_redis_stopped_the_api_serves_and_limits_per_process_and_says_so_once(
+    client: Any, api_client_factory: Any, redis_for_the_api: PrivateRedis, caplog: Any
+) -> None:
+    token = stored_token(api_client_factory(rate_limit_per_minute=3))
+    assert client.get(BRANCHES, **bearer(token))["RateLimit-Remaining"] == "2"  # counted in Redis
+    redis_for_the_api.stop()
+    before = _fallbacks()
+
+    with caplog.at_level(logging.WARNING, logger="clinic.api.ratelimit"):
+        responses = [client.get(BRANCHES, **bearer(token)) for _ in range(4)]
+
+    # The in-process log starts empty: it admits the full limit, then refuses, as Redis would have.
+    assert [r.status_code for r in responses] == [200, 200, 200, 429]
+    assert [r["RateLimit-Remaining"] for r in responses] == ["2", "1", "0", "0"]
+    assert responses[3].json()["code"] == "rate_limited"
+    assert [r.getMessage() for r in caplog.records] == [
+        "Redis unavailable (ConnectionError): rate limits fall back to a per-process approximation"
+    ]
+    assert _fallbacks() - before == 4
+
+
+def test_when_redis_is_back_the_limit_is_shared_again_and_that_is_logged(
+    client: Any, api_client_factory: Any, redis_for_the_api: PrivateRedis, caplog: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(ratelimit, "RETRY_REDIS_AFTER_SECONDS", 0.0)  # try Redis again at once
+    token = stored_token(api_client_factory(rate_limit_per_minute=5))
+    redis_for_the_api.stop()
+    assert client.get(BRANCHES, **bearer(token)).status_code == 200  # decided in process
+    redis_for_the_api.start()  # empty: --save ""
+    caplog.clear()
+
+    with caplog.at_level(logging.WARNING, logger="clinic.api.ratelimit"):
+        back = client.get(BRANCHES, **bearer(token))
+
+    assert back.status_code == 200
+    assert back["RateLimit-Remaining"] == "4"  # counted in the fresh Redis, not the process's log
+    assert [r.getMessage() for r in caplog.records] == [
+        "Redis answers again: rate limits are shared across processes again"
+    ]
+
+
+def test_while_redis_is_known_down_requests_do_not_wait_for_it(
+    client: Any, api_client_factory: Any, redis_for_the_api: PrivateRedis
+) -> None:
+    import time
+
+    token = stored_token(api_client_factory(rate_limit_per_minute=100))
+    redis_for_the_api.stop()
+    client.get(BRANCHES, **bearer(token))  # the failure that marks Redis down
+
+    started = time.perf_counter()
+    responses = [client.get(BRANCHES, **bearer(token)) for _ in range(20)]
+    elapsed = time.perf_counter() - started
+
+    assert {r.status_code for r in responses} == {200}
+    assert elapsed < 20 * 0.5  # not one Redis timeout each

@@ -318,6 +318,10 @@ EMAIL_TIMEOUT = 15
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", default="appointments@clinic.invalid")
 # A failed send is retried this many times in all, a minute apart, before it is left as failed.
 NOTIFICATION_MAX_ATTEMPTS = env_int("NOTIFICATION_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
+# Notifications go through an outbox (integrations.notifications.outbox): a queued message not finished
+# within this lease (a killed worker, a broker down at commit) is queued again by the relay, which runs on
+# the webhook relay's interval. Longer than one send on both channels can take (SMS 15 s, SMTP 15 s).
+NOTIFICATION_CLAIM_LEASE_SECONDS = env_int("NOTIFICATION_CLAIM_LEASE_SECONDS", 120, minimum=40, maximum=3600)
 
 # --- Security ---------------------------------------------------------------------------------------
 
@@ -357,6 +361,15 @@ PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minim
 CELERY_BEAT_SCHEDULE["pharmacy-stock-expiring"] = {
     "task": "pharmacy.tasks.stock_expiring_notify",
     "schedule": crontab(minute=30, hour=0),
+}
+CELERY_BEAT_SCHEDULE["relay-notifications"] = {
+    "task": "integrations.tasks.relay_notifications",
+    "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
+    "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},
+}
+CELERY_BEAT_SCHEDULE["purge-notification-outbox"] = {
+    "task": "integrations.tasks.purge_notification_outbox",
+    "schedule": 3600.0,
 }
 CELERY_BEAT_SCHEDULE["purge-webhook-events"] = {
     "task": "integrations.tasks.purge_webhook_events",

@@ -2,7 +2,7 @@
 `models` module, so each is imported here)."""
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
-from integrations.notifications.models import NotificationAttempt, NotificationSettings
+from integrations.notifications.models import NotificationAttempt, NotificationOutboxMessage, NotificationSettings
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "AuditLogEntry",
     "IdempotencyRecord",
     "NotificationAttempt",
+    "NotificationOutboxMessage",
     "NotificationSettings",
     "WebhookAttempt",
     "WebhookDelivery",

@@ -90,3 +90,40 @@ def test_while_redis_is_known_down_requests_do_not_wait_for_it(
 
     assert {r.status_code for r in responses} == {200}
     assert elapsed < 20 * 0.5  # not one Redis timeout each
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_notification_committed_while_the_broker_is_down_is_queued_when_it_is_back(
+    redis_for_the_api: PrivateRedis,
+) -> None:
+    # The broker is the tests' own Redis, stopped for real: publishing fails inside kombu, not in a mock.
+    import redis as redis_client
+    from django.db import transaction
+
+    from clinic.celery import app as celery_app
+    from integrations.models import NotificationOutboxMessage
+    from integrations.notifications.outbox import notification_outbox_add
+    from integrations.tasks import relay_notifications
+
+    previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
+    celery_app.conf.broker_url, celery_app.conf.task_always_eager = redis_for_the_api.url, False
+    celery_app._pool = None  # connections of the old broker
+    try:
+        redis_for_the_api.stop()
+        with transaction.atomic():
+            notification_outbox_add(task="appointments.tasks.appointment_notify", args=["a-1", "appointment.booked", 1])
+        message = NotificationOutboxMessage.objects.get()
+        assert (message.claim_token, message.claimed_until) == (None, None)  # released for the relay
+
+        redis_for_the_api.start()
+        assert relay_notifications() == 1
+
+        queued = redis_client.Redis.from_url(redis_for_the_api.url).lrange("celery", 0, -1)
+        assert len(queued) == 1
+        assert b"integrations.tasks.notification_outbox_run" in queued[0]
+        message.refresh_from_db()
+        assert message.claim_token is not None
+        assert message.finished_at is None
+    finally:
+        celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
+        celery_app._pool = None

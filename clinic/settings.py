@@ -70,6 +70,9 @@ MIDDLEWARE = [
     "clinic.api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "clinic.security_headers.SecurityHeadersMiddleware",
+    # /healthz, /readyz (and /metrics) whatever the Host: probes address the pod by its IP. After the two
+    # above (security headers; neither reads the Host), before everything that does.
+    "clinic.api.probes.ProbeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "clinic.api.audit.ApiAuditMiddleware",
     "clinic.api.middleware.ApiErrorMiddleware",

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "clinic.api.middleware.RequestIdMiddleware",
+    "clinic.api.request_metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "clinic.security_headers.SecurityHeadersMiddleware",
     # /healthz, /readyz (and /metrics) whatever the Host: probes address the pod by its IP. After the two
@@ -451,3 +452,8 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
     },
 }
+
+# --- Operations: metrics, request metrics (CONTRACT section 18) ------------------------------------
+
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404.
+METRICS_TOKEN = env_str("METRICS_TOKEN", default="")

@@ -6,8 +6,6 @@ a kubelet or balancer probing the pod's IP sends that IP as Host, which ALLOWED_
 
 from __future__ import annotations
 
-import os
-
 import redis
 from django.conf import settings
 from django.db import connection
@@ -16,10 +14,8 @@ from django.http import HttpRequest, JsonResponse
 
 from clinic import heartbeat
 from clinic.api.errors import PROBLEM_KINDS, problem_response
+from clinic.drain import draining
 
-# Set by the gunicorn master on SIGTERM (clinic.gunicorn_config): the file it names exists while the pod
-# drains, and /readyz answers 503 "draining" so the balancer stops sending before the workers stop.
-DRAIN_FILE_VARIABLE = "CLINIC_DRAIN_FILE"
 # Once every migration of this code is applied it stays so for the life of the process.
 _migrations_applied = False
 
@@ -27,11 +23,6 @@ _migrations_applied = False
 def healthz(request: HttpRequest) -> JsonResponse:
     """The process is alive and serving requests; checks nothing else."""
     return JsonResponse({"status": "ok"})
-
-
-def draining() -> bool:
-    path = os.environ.get(DRAIN_FILE_VARIABLE)
-    return bool(path) and os.path.exists(path)  # type: ignore[arg-type]
 
 
 def migrations_pending() -> bool:
@@ -56,6 +47,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     the load balancer while a worker is down (the API keeps serving and the outbox delivers once a worker is
     back), and the worker's own liveness command is what restarts it.
     """
+    # Set by the gunicorn master on SIGTERM (clinic.gunicorn_config): 503 so the balancer stops sending
+    # before the workers stop, while requests already sent are still answered.
     if draining():
         return JsonResponse({"status": "draining", "checks": {}}, status=503)
     checks: dict[str, str] = {}

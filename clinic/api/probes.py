@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponseBase
 
-from clinic.api import meta_views
+from clinic.api import meta_views, metrics_view
 
 
 class ProbeMiddleware:
@@ -20,6 +20,7 @@ class ProbeMiddleware:
         self.views: dict[str, Callable[[HttpRequest], HttpResponseBase]] = {
             "/healthz": meta_views.healthz,
             "/readyz": meta_views.readyz,
+            "/metrics": metrics_view.metrics,
         }
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:

@@ -10,6 +10,7 @@ from django.db import OperationalError
 
 from clinic import heartbeat
 from clinic.api import meta_views
+from clinic.drain import DRAIN_FILE_VARIABLE
 from integrations.models import AuditLogEntry
 from tests.worker import worker_process  # noqa: F401 - fixture
 
@@ -211,7 +212,7 @@ def test_readyz_is_503_while_a_migration_of_this_code_is_not_applied(client, mon
 
 def test_readyz_is_503_draining_while_the_gunicorn_master_drains(client, monkeypatch, tmp_path):
     marker = tmp_path / "drain"
-    monkeypatch.setenv(meta_views.DRAIN_FILE_VARIABLE, str(marker))
+    monkeypatch.setenv(DRAIN_FILE_VARIABLE, str(marker))
     assert client.get("/readyz").status_code == 200
     marker.touch()
 

@@ -195,8 +195,10 @@ CELERY_BEAT_SCHEDULE = {
 }
 # Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
 # three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.
-CELERY_BEAT_SCHEDULER = "clinic.heartbeat:HeartbeatScheduler"
+CELERY_BEAT_SCHEDULER = "clinic.beat:ClinicScheduler"
 ROLE_HEARTBEAT_SECONDS = env_int("ROLE_HEARTBEAT_SECONDS", 10, minimum=1, maximum=300)
+# One active beat (clinic.beat): a standby takes over at most this long after the active beat died.
+BEAT_LOCK_SECONDS = 3 * ROLE_HEARTBEAT_SECONDS
 # Roles /readyz requires a fresh heartbeat of ("worker", "beat"). None by default: a web pod must not leave
 # the load balancer because a worker is down (the worker's liveness command restarts the worker instead).
 READYZ_REQUIRE_ROLES = env_list("READYZ_REQUIRE_ROLES")

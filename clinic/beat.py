@@ -135,7 +135,9 @@ class ClinicScheduler(Scheduler):
                 logger.warning("beat schedule state not saved: %s", type(exc).__name__)
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
-        remaining: float = super().tick(*args, **kwargs) if self._hold_lock() else float(self.max_interval or interval_seconds())
+        remaining: float = (
+            super().tick(*args, **kwargs) if self._hold_lock() else float(self.max_interval or interval_seconds())
+        )
         self._heartbeat()
         return remaining
 

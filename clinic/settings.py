@@ -430,6 +430,13 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 # --- Logging: one line per record, with the request id --------------------------------------------
 
+# "json" (one JSON object a line: clinic.json_logging) by default in production, "text" in development;
+# both in UTC.
+LOG_FORMAT = env_str("LOG_FORMAT", default="text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured('LOG_FORMAT must be "json" or "text".')
+_LOG_FORMATTERS = {"json": "json", "text": "line"}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -438,12 +445,16 @@ LOGGING = {
         "redact_database_detail": {"()": "clinic.log_redaction.RedactDatabaseDetail"},
     },
     "formatters": {
-        "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "line": {
+            "()": "clinic.json_logging.UtcTextFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
+        "json": {"()": "clinic.json_logging.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "line",
+            "formatter": _LOG_FORMATTERS[LOG_FORMAT],
             "filters": ["request_id", "redact_database_detail"],
         },
     },

@@ -16,7 +16,7 @@ from clinic.api.errors import (
     problem_response,
     service_unavailable_response,
 )
-from clinic.api.request_id import HEADER, accept_or_generate, current_request_id
+from clinic.api.request_id import HEADER, accept_or_generate, current_client_id, current_request_id, current_route
 
 logger = logging.getLogger("clinic.api")
 API_PREFIX = "/api/"
@@ -30,10 +30,13 @@ class RequestIdMiddleware:
         request_id = accept_or_generate(request.headers.get(HEADER))
         request_context(request).request_id = request_id
         token = current_request_id.set(request_id)
+        client_token, route_token = current_client_id.set("-"), current_route.set("-")
         try:
             response = self.get_response(request)
         finally:
             current_request_id.reset(token)
+            current_client_id.reset(client_token)
+            current_route.reset(route_token)
         response[HEADER] = request_id
         return response
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponseBase
 
 from clinic import metrics
+from clinic.api.request_id import current_route
 
 _PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
 
@@ -26,6 +27,9 @@ def route_label(request: HttpRequest) -> str:
 class RequestMetricsMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
+
+    def process_view(self, request: HttpRequest, *args: object) -> None:
+        current_route.set(route_label(request))  # on this request's log lines from here on
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()

@@ -31,7 +31,6 @@ RATELIMIT_FALLBACK = Counter(
 REDIS_UNAVAILABLE = Counter(
     "clinic_redis_unavailable_total", "Operations that found Redis unreachable, by user of Redis.", ["user"]
 )
-TASKS = Counter("clinic_celery_tasks_total", "Celery tasks finished, by task name and outcome.", ["task", "outcome"])
 OUTBOX_PUBLISH_FAILED = Counter(
     "clinic_outbox_publish_failed_total",
     "Outbox messages (webhook deliveries, notifications) the broker refused at commit; the relay sends them.",

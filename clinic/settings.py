@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "clinic.api.middleware.RequestIdMiddleware",
     "clinic.api.request_metrics.RequestMetricsMiddleware",
+    "clinic.tracing.TracingMiddleware",  # a pass-through unless OTEL_EXPORTER_OTLP_ENDPOINT is set
     "django.middleware.security.SecurityMiddleware",
     "clinic.security_headers.SecurityHeadersMiddleware",
     # /healthz, /readyz (and /metrics) whatever the Host: probes address the pod by its IP. After the two

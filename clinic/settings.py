@@ -149,6 +149,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgresql://...).")
 DATABASES["default"].setdefault("OPTIONS", {})
+# Behind PgBouncer in transaction mode (deploy/kubernetes): consecutive transactions of one Django connection
+# may run on different server connections, so nothing may outlive a transaction on the server. Named
+# server-side cursors (.iterator()) would be lost between fetches, and psycopg's prepared statements
+# (prepared after 5 executions by default) would be missing on the next server connection. Advisory locks
+# are taken per transaction already (pg_advisory_xact_lock).
+DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", default=False)
+if DATABASE_TRANSACTION_POOLING:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
 # test_<database>: two checkouts testing against two databases of one server never share a test database.
 DATABASES["default"]["TEST"] = {
     "NAME": env_str("TEST_DATABASE_NAME", default=f"test_{DATABASES['default']['NAME'] or 'clinic'}")

@@ -268,3 +268,25 @@ def test_production_settings_take_the_secret_key_and_database_url_from_files(tmp
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "db.internal", "6432", "clinic_files"]
+
+
+def test_transaction_pooling_turns_off_server_side_cursors_and_prepared_statements(tmp_path):
+    # PgBouncer in transaction mode: nothing may outlive a transaction on the server connection.
+    probe = "from django.conf import settings; d = settings.DATABASES['default']; "
+    probe += "print(d.get('DISABLE_SERVER_SIDE_CURSORS', False), d['OPTIONS'].get('prepare_threshold', 'default'))"
+    results = []
+    for pooling in ("false", "true"):
+        env = {**os.environ, "DATABASE_TRANSACTION_POOLING": pooling, "DJANGO_SETTINGS_MODULE": "clinic.settings"}
+        result = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+            [sys.executable, "-c", probe],
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        results.append(result.stdout.split())
+
+    assert results == [["False", "default"], ["True", "None"]]

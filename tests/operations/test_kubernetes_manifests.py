@@ -98,7 +98,8 @@ def test_every_container_is_non_root_without_privilege_escalation_and_has_resour
             assert container["securityContext"]["allowPrivilegeEscalation"] is False, name
             assert container["securityContext"]["capabilities"]["drop"] == ["ALL"], name
             assert set(container["resources"]) == {"requests", "limits"}, name
-            assert container["image"].rpartition(":")[2] not in ("", "latest"), name  # a pinned tag
+            _, _, tag = container["image"].rpartition("/")[2].partition(":")
+            assert tag not in ("", "latest"), name  # a pinned tag
 
 
 def test_the_app_reaches_postgresql_through_pgbouncer_in_transaction_mode(production: dict[Any, Any]) -> None:

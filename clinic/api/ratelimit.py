@@ -28,7 +28,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from clinic import metrics
+import clinic.metrics as metrics
 
 logger = logging.getLogger("clinic.api.ratelimit")
 

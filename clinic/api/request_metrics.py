@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponseBase
 
-from clinic import metrics
+import clinic.metrics as metrics
 from clinic.api.request_id import current_route
 
 _PROBES = frozenset({"/healthz", "/readyz", "/metrics"})

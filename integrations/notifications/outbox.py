@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import F, Min, Q
 from django.utils import timezone
 
-from clinic import metrics
+import clinic.metrics as metrics
 from clinic.celery import task_get
 from integrations.notifications.models import NotificationOutboxMessage
 

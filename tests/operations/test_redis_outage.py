@@ -105,9 +105,10 @@ def test_a_notification_committed_while_the_broker_is_down_is_queued_when_it_is_
     from integrations.notifications.outbox import notification_outbox_add
     from integrations.tasks import relay_notifications
 
-    previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-    celery_app.conf.broker_url, celery_app.conf.task_always_eager = redis_for_the_api.url, False
-    celery_app._pool = None  # connections of the old broker
+    previous = (celery_app.conf.broker_write_url, celery_app.conf.task_always_eager)
+    # The write URL: what publishing uses (broker_url alone was ignored once an earlier test had connected).
+    celery_app.conf.broker_write_url, celery_app.conf.task_always_eager = redis_for_the_api.url, False
+    _forget_broker_connections(celery_app)
     try:
         redis_for_the_api.stop()
         with transaction.atomic():
@@ -125,5 +126,12 @@ def test_a_notification_committed_while_the_broker_is_down_is_queued_when_it_is_
         assert message.claim_token is not None
         assert message.finished_at is None
     finally:
-        celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
-        celery_app._pool = None
+        celery_app.conf.broker_write_url, celery_app.conf.task_always_eager = previous
+        _forget_broker_connections(celery_app)
+
+
+def _forget_broker_connections(app: Any) -> None:
+    """Drop the app's connection and producer pools: built by earlier tests, they still point at the
+    shared Redis, where publishing would succeed."""
+    app._pool = None
+    app.amqp._producer_pool = None

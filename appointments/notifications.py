@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
-
 from appointments.events import APPOINTMENT_BOOKED, APPOINTMENT_CANCELLED, APPOINTMENT_RESCHEDULED
 from appointments.models import Appointment
-from clinic.celery import task_get
+from integrations.notifications.outbox import notification_outbox_add
 from integrations.notifications.services import Message, notification_channels
 
 logger = logging.getLogger("appointments.notifications")
@@ -26,19 +24,12 @@ _SUBJECTS = {
 
 
 def schedule(event_type: str, appointment: Appointment) -> None:
-    """Queue the notification of `event_type` after the current transaction commits (nothing is sent
-    for a change that rolls back). A broker outage is logged, never raised into the committed request."""
+    """Queue the notification of `event_type` in the outbox, in the current transaction: sent after commit
+    (nothing for a change that rolls back), and still sent if the broker is down at commit or the worker
+    dies (integrations.notifications.outbox)."""
     if not notification_channels(event_type=event_type, branch_id=appointment.branch_id):
         return
-    args = (str(appointment.pk), event_type, appointment.version)
-
-    def enqueue() -> None:
-        try:
-            task_get(NOTIFY_TASK).delay(*args)
-        except Exception:  # the broker is down: the change is committed, the notification is lost
-            logger.exception("could not queue %s notification for %s", event_type, args[0])
-
-    transaction.on_commit(enqueue)
+    notification_outbox_add(task=NOTIFY_TASK, args=[str(appointment.pk), event_type, appointment.version])
 
 
 def message_build(event_type: str, appointment: Appointment, *, version: int) -> Message:

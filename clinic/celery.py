@@ -1,10 +1,13 @@
 """The Celery application: configuration comes from Django settings (namespace CELERY)."""
 
 import os
+from typing import Any
 
 from celery import Celery, Task
+from celery.signals import task_postrun, task_prerun
 
 from clinic.heartbeat import WorkerHeartbeat
+from clinic.tracing import task_span_start
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
 
@@ -24,3 +27,22 @@ def task_get(name: str) -> Task:
     if name not in app.tasks:
         app.loader.import_default_modules()
     return app.tasks[name]
+
+
+# A span per task run when OpenTelemetry is on (clinic.tracing); by task id, since a thread pool runs several.
+_task_spans: dict[str, Any] = {}
+
+
+@task_prerun.connect
+def _task_started(task_id: str, task: Task, **kwargs: Any) -> None:
+    span = task_span_start(task.name)
+    if span is not None:
+        _task_spans[task_id] = span
+
+
+@task_postrun.connect
+def _task_finished(task_id: str, state: str | None = None, **kwargs: Any) -> None:
+    span = _task_spans.pop(task_id, None)
+    if span is not None:
+        span.set_attribute("celery.state", state or "")
+        span.end()

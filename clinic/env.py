@@ -16,7 +16,15 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def env_str(name: str, default: str | None = None) -> str:
+    """The variable, or the contents of the file named by NAME_FILE (Docker and Kubernetes secrets mounted
+    as files: SECRET_KEY_FILE, DATABASE_URL_FILE, FIELD_ENCRYPTION_KEY_FILE...), one trailing newline cut.
+    Setting both is refused: which one wins would be a guess."""
     value = os.environ.get(name)
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        if value is not None:
+            raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+        value = _read_secret_file(name, path)
     if value is None:
         if default is None:
             raise ImproperlyConfigured(f"Environment variable {name} is required.")
@@ -65,3 +73,13 @@ def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Networ
         except ValueError:
             raise ImproperlyConfigured(f"{name} holds {item!r}, which is not an IP address or CIDR.") from None
     return networks
+
+
+def _read_secret_file(name: str, path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        # The path, not the content, in the message: the content is the secret.
+        raise ImproperlyConfigured(f"{name}_FILE names {path!r}, which cannot be read: {type(exc).__name__}.") from None
+    return content[:-1] if content.endswith("\n") else content

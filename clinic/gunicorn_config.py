@@ -10,9 +10,16 @@ audit row, which holds the rest.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from gunicorn.glogging import Logger
+
+from clinic.drain import DRAIN_FILE_VARIABLE
 
 access_log_format = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
 
@@ -61,3 +68,51 @@ def post_worker_init(worker: Any) -> None:
     get_resolver().url_patterns  # noqa: B018 - imports the URLconf and through it every view module
     gc.collect()
     gc.freeze()
+
+
+# --- Graceful drain on SIGTERM (CONTRACT section 18: a rolling restart aborts no request) ---------------
+#
+# Gunicorn's own SIGTERM stops accepting at once and finishes in-flight requests within graceful_timeout.
+# Behind a balancer (a Kubernetes Service, haproxy) that is not enough: the balancer keeps sending new
+# requests for a few seconds until it notices, and those were refused (7 aborted in a rolling restart).
+# So the master first drains: /readyz answers 503 "draining" for GUNICORN_DRAIN_SECONDS while every worker
+# keeps serving, then gunicorn's graceful stop lets in-flight requests finish. The pod's
+# terminationGracePeriodSeconds must exceed the drain plus graceful_timeout (deploy/kubernetes).
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
+DRAIN_SECONDS = float(os.environ.get("GUNICORN_DRAIN_SECONDS", "5"))
+
+
+def on_starting(server: Any) -> None:
+    """In the master, before the workers fork: name the drain file (inherited by the workers through the
+    environment) and put the drain in front of gunicorn's SIGTERM handling."""
+    drain_file = Path(tempfile.gettempdir()) / f"clinic-drain-{os.getpid()}"
+    drain_file.unlink(missing_ok=True)
+    os.environ[DRAIN_FILE_VARIABLE] = str(drain_file)
+    stop = server.handle_term  # gunicorn's: StopIteration from the main loop, then a graceful stop
+
+    def handle_term() -> None:
+        if not drain_file.exists():
+            drain_file.touch()
+            server.log.info("SIGTERM: /readyz is 503 now; serving %.0f s more, then stopping gracefully", DRAIN_SECONDS)
+            # The master's loop only reaps and spawns workers; the workers go on serving meanwhile.
+            time.sleep(DRAIN_SECONDS)
+        stop()
+
+    server.handle_term = handle_term
+    multiproc_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if multiproc_dir:  # metrics of workers of a previous run of this container are stale
+        for stale in Path(multiproc_dir).glob("*.db"):
+            stale.unlink()
+
+
+def on_exit(server: Any) -> None:
+    with contextlib.suppress(KeyError, OSError):
+        Path(os.environ[DRAIN_FILE_VARIABLE]).unlink()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker exited: its live gauges leave /metrics (its counters stay, summed into the pod's)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

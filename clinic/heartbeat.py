@@ -6,7 +6,7 @@
   refresh runs on the consumer's event-loop timer: a fresh heartbeat means the process is alive, its event
   loop turns, and it is connected to the broker. A clean shutdown removes it at once.
 - Beat answers no remote control of its own (Celery's beat pidbox is opt-in), so its scheduler
-  (`HeartbeatScheduler`) refreshes a heartbeat after every tick, and ticks at least once per interval.
+  (clinic.beat.ClinicScheduler) refreshes a heartbeat after every tick, and ticks at least once per interval.
 
 Each role has one sorted set in Redis (the broker): member = the node (the worker's nodename, beat's
 `pid@host`), score = the Unix time of its last heartbeat. A heartbeat is fresh for three intervals
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import time
 from typing import Any, Literal, cast
 
 import redis
 from celery import bootsteps
-from celery.beat import PersistentScheduler
 from django.conf import settings
 
 logger = logging.getLogger("clinic.heartbeat")
@@ -123,32 +121,3 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
             self.connection = None
 
     shutdown = stop
-
-
-class HeartbeatScheduler(PersistentScheduler):
-    """Celery beat's default scheduler, plus a heartbeat after every tick (and a tick at least once per
-    heartbeat interval, whatever the schedule)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_interval = min(self.max_interval or interval_seconds(), interval_seconds())
-        self.heartbeat_node = f"{os.getpid()}@{this_host()}"
-        self._heartbeat_connection: redis.Redis | None = None
-        self._last_heartbeat = 0.0
-
-    def tick(self, *args: Any, **kwargs: Any) -> float:
-        remaining: float = super().tick(*args, **kwargs)
-        if settings.REDIS_URL and time.monotonic() - self._last_heartbeat >= 1.0:
-            try:
-                self._heartbeat_connection = self._heartbeat_connection or redis_connection()
-                heartbeat_record(role="beat", node=self.heartbeat_node, connection=self._heartbeat_connection)
-                self._last_heartbeat = time.monotonic()
-            except redis.RedisError as exc:
-                logger.warning("beat heartbeat not recorded: %s", type(exc).__name__)
-        return remaining
-
-    def close(self) -> None:
-        if settings.REDIS_URL and self._heartbeat_connection is not None:
-            with contextlib.suppress(redis.RedisError):
-                heartbeat_remove(role="beat", node=self.heartbeat_node, connection=self._heartbeat_connection)
-        super().close()

@@ -69,8 +69,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "clinic.api.middleware.RequestIdMiddleware",
+    "clinic.api.request_metrics.RequestMetricsMiddleware",
+    "clinic.tracing.TracingMiddleware",  # a pass-through unless OTEL_EXPORTER_OTLP_ENDPOINT is set
     "django.middleware.security.SecurityMiddleware",
     "clinic.security_headers.SecurityHeadersMiddleware",
+    # /healthz, /readyz (and /metrics) whatever the Host: probes address the pod by its IP. After the two
+    # above (security headers; neither reads the Host), before everything that does.
+    "clinic.api.probes.ProbeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "clinic.api.audit.ApiAuditMiddleware",
     "clinic.api.middleware.ApiErrorMiddleware",
@@ -145,6 +150,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgresql://...).")
 DATABASES["default"].setdefault("OPTIONS", {})
+# Behind PgBouncer in transaction mode (deploy/kubernetes): consecutive transactions of one Django connection
+# may run on different server connections, so nothing may outlive a transaction on the server. Named
+# server-side cursors (.iterator()) would be lost between fetches, and psycopg's prepared statements
+# (prepared after 5 executions by default) would be missing on the next server connection. Advisory locks
+# are taken per transaction already (pg_advisory_xact_lock).
+DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", default=False)
+if DATABASE_TRANSACTION_POOLING:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
 # test_<database>: two checkouts testing against two databases of one server never share a test database.
 DATABASES["default"]["TEST"] = {
     "NAME": env_str("TEST_DATABASE_NAME", default=f"test_{DATABASES['default']['NAME'] or 'clinic'}")
@@ -194,8 +208,10 @@ CELERY_BEAT_SCHEDULE = {
 }
 # Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
 # three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.
-CELERY_BEAT_SCHEDULER = "clinic.heartbeat:HeartbeatScheduler"
+CELERY_BEAT_SCHEDULER = "clinic.beat:ClinicScheduler"
 ROLE_HEARTBEAT_SECONDS = env_int("ROLE_HEARTBEAT_SECONDS", 10, minimum=1, maximum=300)
+# One active beat (clinic.beat): a standby takes over at most this long after the active beat died.
+BEAT_LOCK_SECONDS = 3 * ROLE_HEARTBEAT_SECONDS
 # Roles /readyz requires a fresh heartbeat of ("worker", "beat"). None by default: a web pod must not leave
 # the load balancer because a worker is down (the worker's liveness command restarts the worker instead).
 READYZ_REQUIRE_ROLES = env_list("READYZ_REQUIRE_ROLES")
@@ -321,6 +337,10 @@ EMAIL_TIMEOUT = 15
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", default="appointments@clinic.invalid")
 # A failed send is retried this many times in all, a minute apart, before it is left as failed.
 NOTIFICATION_MAX_ATTEMPTS = env_int("NOTIFICATION_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
+# Notifications go through an outbox (integrations.notifications.outbox): a queued message not finished
+# within this lease (a killed worker, a broker down at commit) is queued again by the relay, which runs on
+# the webhook relay's interval. Longer than one send on both channels can take (SMS 15 s, SMTP 15 s).
+NOTIFICATION_CLAIM_LEASE_SECONDS = env_int("NOTIFICATION_CLAIM_LEASE_SECONDS", 120, minimum=40, maximum=3600)
 
 # --- Security ---------------------------------------------------------------------------------------
 
@@ -360,6 +380,15 @@ PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minim
 CELERY_BEAT_SCHEDULE["pharmacy-stock-expiring"] = {
     "task": "pharmacy.tasks.stock_expiring_notify",
     "schedule": crontab(minute=30, hour=0),
+}
+CELERY_BEAT_SCHEDULE["relay-notifications"] = {
+    "task": "integrations.tasks.relay_notifications",
+    "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
+    "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},
+}
+CELERY_BEAT_SCHEDULE["purge-notification-outbox"] = {
+    "task": "integrations.tasks.purge_notification_outbox",
+    "schedule": 3600.0,
 }
 CELERY_BEAT_SCHEDULE["purge-webhook-events"] = {
     "task": "integrations.tasks.purge_webhook_events",
@@ -414,6 +443,13 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 # --- Logging: one line per record, with the request id --------------------------------------------
 
+# "json" (one JSON object a line: clinic.json_logging) by default in production, "text" in development;
+# both in UTC.
+LOG_FORMAT = env_str("LOG_FORMAT", default="text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured('LOG_FORMAT must be "json" or "text".')
+_LOG_FORMATTERS = {"json": "json", "text": "line"}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -422,12 +458,16 @@ LOGGING = {
         "redact_database_detail": {"()": "clinic.log_redaction.RedactDatabaseDetail"},
     },
     "formatters": {
-        "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "line": {
+            "()": "clinic.json_logging.UtcTextFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
+        "json": {"()": "clinic.json_logging.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "line",
+            "formatter": _LOG_FORMATTERS[LOG_FORMAT],
             "filters": ["request_id", "redact_database_detail"],
         },
     },
@@ -447,3 +487,8 @@ FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="ht
 # Bulk Data $export: where the NDJSON files are written, and how long they are kept after a job completes.
 FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
 FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)
+
+# --- Operations: metrics, request metrics (CONTRACT section 18) ------------------------------------
+
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404.
+METRICS_TOKEN = env_str("METRICS_TOKEN", default="")

@@ -1,12 +1,24 @@
 #!/bin/sh
-# Roles: web (migrates, then gunicorn), worker (Celery worker), beat (Celery beat), or any command.
+# Roles (CONTRACT section 18):
+#   migrate  apply migrations, once per release (a Kubernetes Job, a compose one-off) before the new web pods;
+#            migrations are written to be safe while the previous release still serves.
+#   web      gunicorn, never migrating: two pods migrating one database at once crashed one (issue 20). Its
+#            /readyz stays 503 until the migrate role has run. SIGTERM drains (clinic/gunicorn_config.py).
+#   worker   Celery worker.   beat  Celery beat: run one or two; only the lock holder sends (clinic/beat.py).
+#   anything else is run as a command.
 # Liveness of worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 = alive), which
 # docker/compose.yaml runs as their healthchecks. .ci/production_roles starts each role through this file.
 set -e
 case "$1" in
+  migrate)
+    exec python manage.py migrate --no-input
+    ;;
   web)
-    python manage.py migrate --no-input
-    # clinic/gunicorn_config.py: an access log without query strings (tokens, patient search terms).
+    # Metrics of every gunicorn worker, added up by /metrics (clinic/metrics.py).
+    export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-/tmp/clinic-metrics}"
+    mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+    # clinic/gunicorn_config.py: an access log without query strings (tokens, patient search terms), the
+    # drain on SIGTERM (GUNICORN_DRAIN_SECONDS, GUNICORN_GRACEFUL_TIMEOUT).
     exec gunicorn clinic.wsgi:application \
       --config python:clinic.gunicorn_config \
       --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
@@ -20,7 +32,8 @@ case "$1" in
     exec celery -A clinic worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
     ;;
   beat)
-    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}" --schedule "${BEAT_SCHEDULE_FILE:-/tmp/celerybeat-schedule}"
+    # Schedule state and the singleton lock live in Redis (clinic/beat.py): no schedule file.
+    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}"
     ;;
   *)
     exec "$@"

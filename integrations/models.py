@@ -3,7 +3,7 @@
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
 from integrations.fhir.models import ExportJob
-from integrations.notifications.models import NotificationAttempt, NotificationSettings
+from integrations.notifications.models import NotificationAttempt, NotificationOutboxMessage, NotificationSettings
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "ExportJob",
     "IdempotencyRecord",
     "NotificationAttempt",
+    "NotificationOutboxMessage",
     "NotificationSettings",
     "WebhookAttempt",
     "WebhookDelivery",

@@ -15,6 +15,7 @@ from oauth2_provider.models import get_access_token_model
 
 from clinic.api import audit_buffer, idempotency
 from integrations.fhir import services as fhir_services
+from integrations.notifications import outbox
 from integrations.webhooks import delivery
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 
@@ -71,3 +72,24 @@ def fhir_export_run(job_id: str) -> None:
 @shared_task
 def fhir_exports_expire() -> int:
     return fhir_services.export_jobs_expire()
+
+
+# --- Patient notifications' outbox (integrations.notifications.outbox) ------------------------------------
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def notification_outbox_run(message_id: int, claim_token: str) -> str:
+    """Send one patient notification of the outbox, if it is still this message's to send."""
+    return outbox.notification_outbox_run(message_id=message_id, token=uuid.UUID(claim_token))
+
+
+@shared_task(ignore_result=True)
+def relay_notifications() -> int:
+    """Queue every notification whose message was lost (broker down at commit, worker killed)."""
+    return outbox.notification_outbox_relay()
+
+
+@shared_task(ignore_result=True)
+def purge_notification_outbox() -> int:
+    """Delete outbox messages finished more than WEBHOOK_RETENTION_DAYS ago (the attempt log stays)."""
+    return outbox.notification_outbox_purge(older_than=timezone.now() - timedelta(days=settings.WEBHOOK_RETENTION_DAYS))

@@ -214,3 +214,79 @@ def test_the_test_database_is_named_after_the_configured_database_unless_named(e
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == expected
+
+
+# --- Secrets from files (NAME_FILE): Docker and Kubernetes secrets -------------------------------------
+
+
+def test_env_str_reads_the_file_named_by_name_file_without_its_trailing_newline(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret value\n")
+    monkeypatch.delenv(VAR, raising=False)
+    monkeypatch.setenv(f"{VAR}_FILE", str(secret))
+
+    assert env_str(VAR, default="fallback") == "s3cret value"
+
+
+def test_env_str_refuses_both_the_variable_and_its_file(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("from the file")
+    monkeypatch.setenv(VAR, "from the environment")
+    monkeypatch.setenv(f"{VAR}_FILE", str(secret))
+
+    with pytest.raises(ImproperlyConfigured, match=rf"^Set {VAR} or {VAR}_FILE, not both\.$"):
+        env_str(VAR)
+
+
+def test_env_str_names_an_unreadable_file_but_never_its_content(monkeypatch, tmp_path):
+    monkeypatch.delenv(VAR, raising=False)
+    monkeypatch.setenv(f"{VAR}_FILE", str(tmp_path / "missing"))
+
+    with pytest.raises(ImproperlyConfigured, match=rf"^{VAR}_FILE names .*missing', which cannot be read: "):
+        env_str(VAR)
+
+
+def test_production_settings_take_the_secret_key_and_database_url_from_files(tmp_path):
+    key, url = tmp_path / "secret_key", tmp_path / "database_url"
+    key.write_text("k" * 50 + "\n")
+    url.write_text("postgresql://clinic@db.internal:6432/clinic_files\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL", "DEBUG")}
+    env |= {
+        "DEBUG": "false",
+        "SECRET_KEY_FILE": str(key),
+        "DATABASE_URL_FILE": str(url),
+        "FIELD_ENCRYPTION_KEY": base64.urlsafe_b64encode(b"f" * 32).decode(),
+        "ENV_FILE": str(tmp_path / "no.env"),
+        "DJANGO_SETTINGS_MODULE": "clinic.settings",
+    }
+    probe = "from django.conf import settings; d = settings.DATABASES['default']; "
+    probe += "print(settings.SECRET_KEY == 'k' * 50, d['HOST'], d['PORT'], d['NAME'])"
+
+    result = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+        [sys.executable, "-c", probe], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "db.internal", "6432", "clinic_files"]
+
+
+def test_transaction_pooling_turns_off_server_side_cursors_and_prepared_statements(tmp_path):
+    # PgBouncer in transaction mode: nothing may outlive a transaction on the server connection.
+    probe = "from django.conf import settings; d = settings.DATABASES['default']; "
+    probe += "print(d.get('DISABLE_SERVER_SIDE_CURSORS', False), d['OPTIONS'].get('prepare_threshold', 'default'))"
+    results = []
+    for pooling in ("false", "true"):
+        env = {**os.environ, "DATABASE_TRANSACTION_POOLING": pooling, "DJANGO_SETTINGS_MODULE": "clinic.settings"}
+        result = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+            [sys.executable, "-c", probe],
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        results.append(result.stdout.split())
+
+    assert results == [["False", "default"], ["True", "None"]]

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, IntegrityError, transaction
 
 from integrations.models import AuditLogEntry
 
@@ -92,7 +92,21 @@ def _write(rows: list[dict[str, Any]], *, on_failure: Any) -> int:
         return 0
     try:
         AuditLogEntry.objects.bulk_create([AuditLogEntry(**row) for row in rows])
+    except IntegrityError:
+        # A row names an API client deleted since: written one by one, such a row without its client, so
+        # one row cannot hold every later one back forever (it went back to Redis and failed again).
+        for row in rows:
+            _write_one(row)
     except DatabaseError:
         on_failure(rows)
         raise
     return len(rows)
+
+
+def _write_one(row: dict[str, Any]) -> None:
+    try:
+        with transaction.atomic():
+            AuditLogEntry.objects.create(**row)
+    except IntegrityError:
+        logger.warning("Deferred audit row of request %s written without its deleted client", row["request_id"])
+        AuditLogEntry.objects.create(**{**row, "client_id": None})

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 
 from clinic.api.context import request_context
 from clinic.api.permissions import REALM
+from clinic.api.request_id import current_client_id
 from integrations.models import ApiClient
 
 
@@ -47,6 +48,7 @@ class ApiClientAuthentication(OAuth2Authentication):
         context.oauth2_error = getattr(request._request, "oauth2_error", None) or {}
         if result is not None:
             context.client = result[1].application
+            current_client_id.set(str(context.client.client_id))  # on this request's log lines
         return result
 
     def authenticate_header(self, request: Request) -> str:

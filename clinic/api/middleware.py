@@ -9,13 +9,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from clinic.api.context import request_context
 from clinic.api.errors import (
+    DATABASE_RETRY_AFTER_SECONDS,
     PROBLEM_KINDS,
     internal_error_response,
     is_database_unavailable,
     problem_response,
     service_unavailable_response,
 )
-from clinic.api.request_id import HEADER, accept_or_generate, current_request_id
+from clinic.api.request_id import HEADER, accept_or_generate, current_client_id, current_request_id, current_route
 
 logger = logging.getLogger("clinic.api")
 API_PREFIX = "/api/"
@@ -29,10 +30,13 @@ class RequestIdMiddleware:
         request_id = accept_or_generate(request.headers.get(HEADER))
         request_context(request).request_id = request_id
         token = current_request_id.set(request_id)
+        client_token, route_token = current_client_id.set("-"), current_route.set("-")
         try:
             response = self.get_response(request)
         finally:
             current_request_id.reset(token)
+            current_client_id.reset(client_token)
+            current_route.reset(route_token)
         response[HEADER] = request_id
         return response
 
@@ -78,6 +82,15 @@ class ApiErrorMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
+            if is_database_unavailable(exception):
+                # The admin and every other page: a 503 a balancer and a browser understand, never a 500.
+                response = HttpResponse(
+                    "Service unavailable: the database is briefly unreachable; retry shortly.\n",
+                    status=503,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+                return response
             return None
         if is_database_unavailable(exception):
             return service_unavailable_response()

@@ -5,10 +5,17 @@ of concurrent workers can never admit more than the limit within any 60-second w
 are not recorded, so a client that backs off recovers as its old requests age out. Without Redis
 (REDIS_URL empty, development only) an in-process log with a lock gives the same semantics for one
 process.
+
+With Redis configured but not answering, the API keeps serving (CONTRACT section 18): decisions fall back to
+that in-process log, a per-process approximation (N processes admit up to N times the limit), with one
+warning when the outage starts, one line when it ends, and clinic_ratelimit_fallback_total counting the
+decisions. For a few seconds after a failure Redis is not tried again, so a Redis that hangs rather than
+refuses does not add its timeout to every request.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 import threading
@@ -20,6 +27,10 @@ from typing import Any
 
 import redis
 from django.conf import settings
+
+import clinic.metrics as metrics
+
+logger = logging.getLogger("clinic.api.ratelimit")
 
 WINDOW_SECONDS = 60
 
@@ -65,8 +76,14 @@ class RateLimitDecision:
 
 @cache
 def _redis_script() -> Any:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    # Short timeouts: a rate-limit decision is on every request's path.
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
     return client.register_script(_SLIDING_LOG)
+
+
+# While Redis is known to be down: the monotonic time before which it is not tried again.
+RETRY_REDIS_AFTER_SECONDS = 5.0
+_redis_down_until: float | None = None
 
 
 _local_lock = threading.Lock()
@@ -90,12 +107,9 @@ def hit(client_key: str, limit: int, *, record: bool = True) -> RateLimitDecisio
     """Count one request for the client if its limit allows, and say what the client may still send.
     With record=False only look (for the headers of a request refused before the limit applies)."""
     key = f"{settings.CACHES['default'].get('KEY_PREFIX', 'clinic')}:ratelimit:{client_key}"
-    if settings.REDIS_URL:
-        member = f"{time.time_ns()}-{secrets.token_hex(4)}"
-        admitted_flag, count, reset_ms = _redis_script()(
-            keys=[key], args=[limit, WINDOW_SECONDS, member, "1" if record else "0"]
-        )
-        admitted = bool(admitted_flag)
+    shared = _shared_hit(key, limit, record) if settings.REDIS_URL else None
+    if shared is not None:
+        admitted, count, reset_ms = shared
     else:
         admitted, count, reset_ms = _local_hit(key, limit, record)
     return RateLimitDecision(
@@ -104,3 +118,29 @@ def hit(client_key: str, limit: int, *, record: bool = True) -> RateLimitDecisio
         remaining=max(limit - int(count), 0),
         reset_seconds=max(math.ceil(float(reset_ms) / 1000), 1 if not admitted else 0),
     )
+
+
+def _shared_hit(key: str, limit: int, record: bool) -> tuple[bool, int, float] | None:
+    """The decision from Redis, or None while Redis does not answer (the caller decides locally)."""
+    global _redis_down_until
+    if _redis_down_until is not None and time.monotonic() < _redis_down_until:
+        metrics.RATELIMIT_FALLBACK.inc()
+        return None
+    member = f"{time.time_ns()}-{secrets.token_hex(4)}"
+    try:
+        admitted_flag, count, reset_ms = _redis_script()(
+            keys=[key], args=[limit, WINDOW_SECONDS, member, "1" if record else "0"]
+        )
+    except redis.RedisError as exc:
+        if _redis_down_until is None:
+            logger.warning(
+                "Redis unavailable (%s): rate limits fall back to a per-process approximation", type(exc).__name__
+            )
+        _redis_down_until = time.monotonic() + RETRY_REDIS_AFTER_SECONDS
+        metrics.RATELIMIT_FALLBACK.inc()
+        metrics.REDIS_UNAVAILABLE.labels(user="ratelimit").inc()
+        return None
+    if _redis_down_until is not None:
+        _redis_down_until = None
+        logger.warning("Redis answers again: rate limits are shared across processes again")
+    return bool(admitted_flag), int(count), float(reset_ms)

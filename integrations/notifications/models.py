@@ -92,3 +92,39 @@ class NotificationAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.channel} {self.status}"
+
+
+class NotificationOutboxMessage(models.Model):
+    """A patient notification to send, written in the transaction of the change it announces (the
+    transactional outbox, as webhook deliveries are): a change committed while the broker (Redis) is down
+    is notified when it is back, and a message lost with a killed worker is sent again once its claim
+    runs out. The row names the domain app's task and its arguments (ids only); finished rows are purged.
+
+    Claimed (claim_token, claimed_until) from the moment it is queued; the relay (Celery beat) queues
+    again every unfinished message whose claim ran out or was never queued.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    task = models.CharField(max_length=200, help_text="The Celery task that sends it (by name).")
+    args = models.JSONField(default=list, help_text="The task's arguments: ids and versions only.")
+    created_at = models.DateTimeField()
+    claim_token = models.UUIDField(null=True, blank=True, editable=False)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    attempt_count = models.PositiveSmallIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "notification outbox message"
+        indexes = [
+            # The relay's question (which unfinished messages are due) and the backlog metric's (the oldest).
+            models.Index(
+                fields=["claimed_until"], condition=models.Q(finished_at__isnull=True), name="notification_outbox_due"
+            ),
+            models.Index(
+                fields=["created_at"], condition=models.Q(finished_at__isnull=True), name="notification_outbox_backlog"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.args}"

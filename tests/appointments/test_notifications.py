@@ -333,17 +333,73 @@ def test_the_console_backend_prints_the_sms(
     assert appointment["status"] == "booked"
 
 
-def test_a_broker_outage_at_commit_keeps_the_booking_and_logs_the_error(
-    client, writer, patient, doctor, enabled, monkeypatch, caplog, django_capture_on_commit_callbacks
+def test_a_broker_outage_at_commit_keeps_the_booking_and_the_relay_sends_it_when_the_broker_is_back(
+    client, writer, patient, doctor, enabled, gateway, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
+    # It was logged and lost ("could not queue ..."): now the outbox row is the record (CONTRACT section 18).
     from kombu.exceptions import OperationalError
+
+    from integrations.models import NotificationOutboxMessage
+    from integrations.tasks import notification_outbox_run, relay_notifications
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(appointment_notify, "delay", broker_down)
+    monkeypatch.setattr(notification_outbox_run, "apply_async", broker_down)
     appointment = book_committed(client, writer, patient, doctor, django_capture_on_commit_callbacks)
 
     assert Appointment.objects.filter(pk=appointment["appointment_id"], status="booked").exists()
-    assert f"could not queue appointment.booked notification for {appointment['appointment_id']}" in caplog.text
+    assert "could not queue 1 notifications (first outbox id" in caplog.text
     assert attempts() == []
+    message = NotificationOutboxMessage.objects.get()
+    assert (message.args, message.claimed_until, message.finished_at) == (
+        [appointment["appointment_id"], "appointment.booked", 1],
+        None,  # released: due at the relay's next run
+        None,
+    )
+
+    monkeypatch.undo()  # the broker is back
+    with django_capture_on_commit_callbacks(execute=True):
+        assert relay_notifications() == 1
+
+    assert attempts() == [
+        ("appointment.booked", "sms", "+91******3210", "sent", 1),
+        ("appointment.booked", "email", "p***@example.com", "sent", 1),
+    ]
+    assert len(gateway.received) == 1
+    message.refresh_from_db()
+    assert message.finished_at is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        assert relay_notifications() == 0
+
+
+def test_a_message_lost_with_its_worker_is_sent_once_its_claim_runs_out_and_only_once(
+    client, writer, patient, doctor, enabled, gateway, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from integrations.models import NotificationOutboxMessage
+    from integrations.notifications.outbox import notification_outbox_run
+    from integrations.tasks import relay_notifications
+
+    celery_app.conf.task_always_eager = False  # published to nowhere: the worker that took it "died"
+    try:
+        with django_capture_on_commit_callbacks(execute=False):
+            book(client, writer, booking(patient, doctor, at(DAY, "09:00"), at(DAY, "09:15")))
+    finally:
+        celery_app.conf.task_always_eager = True
+    message = NotificationOutboxMessage.objects.get()
+    lost_token = message.claim_token
+    with django_capture_on_commit_callbacks(execute=True):
+        assert relay_notifications() == 0  # claimed: it may still be running somewhere
+    NotificationOutboxMessage.objects.update(claimed_until=timezone.now() - timedelta(seconds=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert relay_notifications() == 1
+
+    assert [a[1:4] for a in attempts()] == [("sms", "+91******3210", "sent"), ("email", "p***@example.com", "sent")]
+    # The lost message turns up after all (the broker redelivers it): it is not this token's any more.
+    assert notification_outbox_run(message_id=message.pk, token=lost_token) == "skipped"
+    assert len(gateway.received) == 1

@@ -1,0 +1,80 @@
+"""GET /metrics: Prometheus text format, not public (CONTRACT section 18).
+
+Protection: a bearer token, METRICS_TOKEN, compared in constant time; with no token configured /metrics
+does not exist (404), so a deployment never exposes it by forgetting a setting. Like the probes it answers
+any Host (Prometheus scrapes the pod IP), through clinic.api.probes.ProbeMiddleware.
+
+Counters come from every gunicorn worker of the pod when PROMETHEUS_MULTIPROC_DIR is set (the web role
+sets it); the outbox backlog is read from PostgreSQL at scrape time, so every pod reports the same figure
+(aggregate with max(), not sum()).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from integrations.selectors import outbox_backlogs
+
+
+class OutboxCollector(Collector):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        messages = GaugeMetricFamily(
+            "clinic_outbox_backlog_messages", "Outbox messages written and not yet finished.", labels=["kind"]
+        )
+        age = GaugeMetricFamily(
+            "clinic_outbox_backlog_age_seconds",
+            "Age of the oldest unfinished outbox message (0 when there is none).",
+            labels=["kind"],
+        )
+        try:
+            backlogs = outbox_backlogs()
+        except DatabaseError:
+            return  # the database is down: the scrape still carries the counters
+        now = timezone.now()
+        for kind, backlog in backlogs.items():
+            messages.add_metric([kind], backlog.messages)
+            age.add_metric([kind], (now - backlog.oldest).total_seconds() if backlog.oldest else 0.0)
+        yield messages
+        yield age
+
+
+def _registry() -> CollectorRegistry:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = CollectorRegistry()
+        registry.register(_ProcessCollector())
+    registry.register(OutboxCollector())
+    return registry
+
+
+class _ProcessCollector(Collector):
+    """This process's default registry (single-process servers: runserver, tests)."""
+
+    def collect(self) -> Iterator[object]:  # type: ignore[override]
+        yield from REGISTRY.collect()
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    token = settings.METRICS_TOKEN
+    if not token:
+        return HttpResponse(status=404)
+    sent = request.headers.get("Authorization", "")
+    if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+        response = HttpResponse("A bearer token (METRICS_TOKEN) is required.\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    response = HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,75 @@
+"""/metrics (CONTRACT section 18): Prometheus text, behind METRICS_TOKEN, any Host, with request counts per
+route, the rate-limit fallback counter and the outbox backlog read from PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from integrations.models import NotificationOutboxMessage
+
+pytestmark = pytest.mark.django_db
+TOKEN = "m3trics-" + "x" * 24
+
+
+@pytest.fixture
+def metrics_token(settings: Any) -> str:
+    settings.METRICS_TOKEN = TOKEN
+    return TOKEN
+
+
+def _samples(response: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+
+
+def test_metrics_do_not_exist_without_a_configured_token(client: Any, settings: Any) -> None:
+    settings.METRICS_TOKEN = ""
+
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer anything").status_code == 404
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}"])
+def test_metrics_without_the_token_are_401_and_reveal_nothing(
+    client: Any, metrics_token: str, authorization: str | None
+) -> None:
+    extra = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
+
+    response = client.get("/metrics", **extra)
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="metrics"'
+    assert b"clinic_" not in response.content
+
+
+def test_metrics_with_the_token_answer_the_pod_ip_as_host_with_routes_and_the_outbox_backlog(
+    client: Any, settings: Any, metrics_token: str
+) -> None:
+    settings.ALLOWED_HOSTS = ["clinic.example.com"]
+    now = timezone.now()
+    NotificationOutboxMessage.objects.create(task="t", args=[], created_at=now - timedelta(minutes=5))
+    NotificationOutboxMessage.objects.create(task="t", args=[], created_at=now - timedelta(minutes=1))
+    NotificationOutboxMessage.objects.create(task="t", args=[], created_at=now - timedelta(hours=2), finished_at=now)
+    client.get("/api/v1/branches", HTTP_HOST="clinic.example.com")  # 401: no token
+
+    response = client.get("/metrics", HTTP_HOST="10.42.3.17:8000", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain; version=")
+    samples = _samples(response)
+    assert samples[("clinic_outbox_backlog_messages", (("kind", "notification"),))] == 2
+    assert samples[("clinic_outbox_backlog_messages", (("kind", "webhook"),))] == 0
+    age = samples[("clinic_outbox_backlog_age_seconds", (("kind", "notification"),))]
+    assert 300 <= age < 360
+    assert samples[("clinic_outbox_backlog_age_seconds", (("kind", "webhook"),))] == 0
+    key = ("clinic_http_requests_total", (("method", "GET"), ("route", "branch-list"), ("status", "4xx")))
+    assert samples[key] >= 1
+    assert ("clinic_ratelimit_fallback_total", ()) in samples
+    assert b"/api/v1/branches" not in response.content  # routes by name, never raw paths

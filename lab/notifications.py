@@ -1,19 +1,14 @@
 """Patient notification "your results are ready": due when an order becomes final (lab_result.finalized),
-if the admin enabled that kind. Sending happens in a Celery task after commit (lab.tasks); integrations
-sends and logs each attempt. The text names the order and the branch, never a result value."""
+if the admin enabled that kind. It goes through the notification outbox in the results' transaction and is
+sent by a Celery task after commit (lab.tasks), even when the broker was down at commit or the worker died;
+integrations sends and logs each attempt. The text names the order and the branch, never a result value."""
 
 from __future__ import annotations
 
-import logging
-
-from django.db import transaction
-
-from clinic.celery import task_get
+from integrations.notifications.outbox import notification_outbox_add
 from integrations.notifications.services import Message, notification_channels
 from lab.events import LAB_RESULT_FINALIZED
 from lab.models import LabOrder
-
-logger = logging.getLogger("lab.notifications")
 
 # The task is named, not imported: lab.tasks imports this module to build the message.
 NOTIFY_TASK = "lab.tasks.lab_results_ready_notify"
@@ -24,20 +19,11 @@ FINALIZED_VERSION = 1
 
 
 def results_ready_schedule(order: LabOrder) -> None:
-    """Queue the "results ready" notification of `order` after the current transaction commits (nothing
-    is sent for a post that rolls back). A broker outage is logged, never raised into the committed
-    request."""
+    """Queue the "results ready" notification of `order` in the outbox, in the current transaction: sent
+    after commit (nothing for a post that rolls back), and still sent if the broker is down at commit."""
     if not notification_channels(event_type=LAB_RESULT_FINALIZED, branch_id=order.branch_id):
         return
-    order_id = str(order.pk)
-
-    def enqueue() -> None:
-        try:
-            task_get(NOTIFY_TASK).delay(order_id)
-        except Exception:  # the broker is down: the results are committed, the notification is lost
-            logger.exception("could not queue %s notification for %s", LAB_RESULT_FINALIZED, order_id)
-
-    transaction.on_commit(enqueue)
+    notification_outbox_add(task=NOTIFY_TASK, args=[str(order.pk)])
 
 
 def results_ready_message(order: LabOrder) -> Message:

@@ -226,17 +226,36 @@ def test_the_console_backend_prints_the_sms(
     assert NotificationAttempt.objects.get().status == "sent"
 
 
-def test_a_broker_outage_at_commit_keeps_the_results_and_logs_the_error(
-    client, world, enabled, monkeypatch, caplog, django_capture_on_commit_callbacks
+def test_a_broker_outage_at_commit_keeps_the_results_and_the_relay_sends_it_when_the_broker_is_back(
+    client, world, enabled, gateway, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
+    # The notification is an outbox row written with the results (CONTRACT section 18), not a message that
+    # the broker outage loses.
     from kombu.exceptions import OperationalError
+
+    from integrations.models import NotificationOutboxMessage
+    from integrations.tasks import notification_outbox_run, relay_notifications
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(lab_results_ready_notify, "delay", broker_down)
+    monkeypatch.setattr(notification_outbox_run, "apply_async", broker_down)
     data = post_committed(client, world, django_capture_on_commit_callbacks, CBC_FINAL)
 
     assert data["status"] == "final"
-    assert f"could not queue lab_result.finalized notification for {world['order'].pk}" in caplog.text
+    assert "could not queue 1 notifications (first outbox id" in caplog.text
     assert attempts() == []
+    message = NotificationOutboxMessage.objects.get()
+    assert (message.task, message.args, message.finished_at) == (
+        "lab.tasks.lab_results_ready_notify",
+        [str(world["order"].pk)],
+        None,
+    )
+
+    monkeypatch.undo()  # the broker is back
+    with django_capture_on_commit_callbacks(execute=True):
+        assert relay_notifications() == 1
+
+    assert [row[3] for row in attempts()] == ["sent", "sent"]
+    message.refresh_from_db()
+    assert message.finished_at is not None

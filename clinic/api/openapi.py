@@ -416,6 +416,10 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
         "That server is described by its CapabilityStatement at `/fhir/R4/metadata` (which points back here), "
         "not in this document."
     )
-    # The FHIR server's own description (integrations.fhir.capability), relative like `servers`.
-    result["externalDocs"] = {"description": "FHIR R4 CapabilityStatement", "url": "/fhir/R4/metadata"}
+    # The FHIR server's own description (integrations.fhir.capability). externalDocs.url must be an absolute
+    # URI (OpenAPI's format, which Spectral enforces): from the request when the document is served; a
+    # document generated offline (`manage.py spectacular`) knows no host and names the path in its text.
+    if request is not None:
+        url = request.build_absolute_uri("/fhir/R4/metadata")
+        result["externalDocs"] = {"description": "FHIR R4 CapabilityStatement", "url": url}
     return result

@@ -77,6 +77,15 @@ def test_the_schema_is_served_as_json_on_request(client):
     assert json.loads(response.content)["openapi"].startswith("3.1")
 
 
+def test_the_served_document_points_at_the_fhir_capability_statement_by_an_absolute_url(schema):
+    # externalDocs.url must be an absolute URI (Spectral's oas3-schema rule): the served document knows its
+    # host; the CapabilityStatement links back to this document.
+    assert schema["externalDocs"] == {
+        "description": "FHIR R4 CapabilityStatement",
+        "url": "http://testserver/fhir/R4/metadata",
+    }
+
+
 def test_the_document_is_openapi_3_1(schema):
     assert schema["openapi"].startswith("3.1")
     assert schema["info"]["title"] == "Clinic Management Integration API"

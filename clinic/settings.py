@@ -487,6 +487,14 @@ FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="ht
 # Bulk Data $export: where the NDJSON files are written, and how long they are kept after a job completes.
 FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
 FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)
+# How much of what the server emits is checked against the R4 models at run time (integrations.fhir.r4):
+# `all` every resource (about 0.4 ms each: a 500-entry $everything spends more on it than on its SQL),
+# `sample` (default) one resource of each type per response and one line per export chunk, which catches a
+# mapping that went wrong for a whole type without paying per row, `off` none. The test suite runs `all`,
+# so every resource any test makes the server emit is checked in full.
+FHIR_VALIDATE_OUTPUT = env_str("FHIR_VALIDATE_OUTPUT", default="sample").strip().lower()
+if FHIR_VALIDATE_OUTPUT not in ("all", "sample", "off"):
+    raise ImproperlyConfigured(f"FHIR_VALIDATE_OUTPUT must be all, sample or off, got {FHIR_VALIDATE_OUTPUT!r}.")
 
 # --- Operations: metrics, request metrics (CONTRACT section 18) ------------------------------------
 

@@ -178,7 +178,12 @@ def test_development_starts_without_secrets():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("DEBUG", "maybe"), ("TRUSTED_PROXIES", "10.0.0.0/99"), ("ACCESS_TOKEN_EXPIRE_SECONDS", "soon")],
+    [
+        ("DEBUG", "maybe"),
+        ("TRUSTED_PROXIES", "10.0.0.0/99"),
+        ("ACCESS_TOKEN_EXPIRE_SECONDS", "soon"),
+        ("FHIR_VALIDATE_OUTPUT", "some"),
+    ],
 )
 def test_a_malformed_variable_stops_the_process_naming_it(name, value):
     result = start(**{"DEBUG": "true", name: value})

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from django.conf import settings
+
 _PACKAGE = "fhir.resources"
 # `from pydantic import X`, `from pydantic.errors import Y`, `import pydantic` (never pydantic.v1 itself).
 _IMPORT = re.compile(r"^(\s*)(from|import)\s+pydantic(?!\.v1\b)(?=[\s.])", re.MULTILINE)
@@ -85,6 +87,34 @@ def validate(resource: dict[str, Any]) -> dict[str, Any]:
     not enforce); returns it unchanged, or raises pydantic.v1's ValidationError or ValueSetError."""
     _check_codes(construct_fhir_element(resource["resourceType"], resource), resource["resourceType"])
     return resource
+
+
+def check(resource: dict[str, Any]) -> dict[str, Any]:
+    """What the views emit goes through here: `validate` as much of it as FHIR_VALIDATE_OUTPUT asks for.
+    `sample` checks a Bundle's own elements with the first entry of each resource type (a mapping that is
+    wrong for a type is wrong for its first row too); a single resource is checked whole."""
+    mode = settings.FHIR_VALIDATE_OUTPUT
+    if mode == "off":
+        return resource
+    if mode == "sample" and resource.get("resourceType") == "Bundle" and resource.get("entry"):
+        validate({**resource, "entry": _first_of_each_type(resource["entry"])})
+        return resource
+    return validate(resource)
+
+
+def check_line(resource: dict[str, Any], index: int, *, every: int) -> dict[str, Any]:
+    """An export line: every line under `all`, one in `every` (the first of each chunk) under `sample`."""
+    mode = settings.FHIR_VALIDATE_OUTPUT
+    if mode == "all" or (mode == "sample" and index % every == 0):
+        validate(resource)
+    return resource
+
+
+def _first_of_each_type(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        seen.setdefault(entry.get("resource", {}).get("resourceType", ""), entry)
+    return list(seen.values())
 
 
 # Required value sets the models list abridged, ending in "+" (the specification's "registered | partial |

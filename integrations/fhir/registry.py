@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Replace, Upper
 from django.db.models.lookups import Exact
 
@@ -31,6 +32,7 @@ from integrations.models import ApiClient
 from lab.models import LabResult
 from lab.selectors import visible_lab_items, visible_lab_results
 from patients.identifiers import normalise_abha, normalise_patient_ref
+from patients.search import like_prefix
 from patients.selectors import visible_allergies, visible_diagnoses, visible_patients, visible_visits
 from pharmacy.selectors import visible_dispense_lines, visible_prescription_items
 
@@ -81,13 +83,26 @@ def _identifier(raw: str, name: str) -> Q:
     return combined
 
 
+# The distinct full names holding a word that starts with the value: through the dictionary of name words
+# (a few thousand rows at a million patients, kept by triggers; patients.search explains the tables), then
+# the patients through the (search_name, registered_at) index. A trigram regex over search_name finds the
+# same patients, but must visit each one's heap row: counting 35,000 "shar..." patients took 100 ms that
+# way and 29 ms through the words (index-only).
+_NAMES_WITH_WORD = (
+    "SELECT part.name FROM patients_namepart part JOIN patients_nameword word ON word.word = part.word "
+    "WHERE word.word LIKE %s"
+)
+
+
 def _name(raw: str, name: str) -> Q:
-    # FHIR's default string match: a name part starting with the value, ignoring case. search_name is the
-    # lower-case "first last"; the regex is answered by its trigram index (patient_name_trgm).
+    """FHIR's default string match: a name part starting with the value, ignoring case (search_name is the
+    lower-case "first last"). A value of several words matches names containing it from a word start."""
     text = raw.strip().lower()
     if not text:
         return Q()
-    return Q(search_name__regex=r"(^| )" + re.escape(text))
+    if any(ch.isspace() for ch in text):
+        return Q(search_name__regex=r"(^| )" + re.escape(" ".join(text.split())))  # patient_name_trgm
+    return Q(search_name__in=RawSQL(_NAMES_WITH_WORD, [like_prefix(text)]))  # noqa: S611 - fixed SQL, a parameter
 
 
 def _name_contains(raw: str, name: str) -> Q:

@@ -136,7 +136,7 @@ class MetadataView(FhirView):
 
     def get(self, request: Request) -> HttpResponse:
         self.refuse_parameters(frozenset({"mode"}))
-        return fhir_response(r4.validate(capability_statement(base_url(request))))
+        return fhir_response(r4.check(capability_statement(base_url(request))))
 
 
 class ResourceView(FhirView):
@@ -186,7 +186,7 @@ class SearchView(ResourceView):
             entries.append({"resource": warning, "search": {"mode": "outcome"}})
         self.audit_patients(patients)
         bundle = self.bundle(request, entries, total, self.links(search, total))
-        return fhir_response(r4.validate(bundle))
+        return fhir_response(r4.check(bundle))
 
     def links(self, search: query.SearchRequest, total: int) -> list[dict[str, str]]:
         url = f"{base_url(self.request)}{self.resource.name}"
@@ -212,7 +212,7 @@ class ReadView(ResourceView):
             raise FhirError(404, f"{resource.name}/{id} is not known.")
         if resource.patient_field:
             self.audit_patients([row_patient_id(resource, row)])
-        body = r4.validate(resource.to_fhir(row))
+        body = r4.check(resource.to_fhir(row))
         headers = {}
         if body.get("meta", {}).get("lastUpdated"):
             headers["ETag"] = f'W/"{body["meta"]["lastUpdated"]}"'
@@ -241,7 +241,7 @@ class SlotSearchView(FhirView):
             "link": [{"relation": "self", "url": self_link}],
             "entry": entries,
         }
-        return fhir_response(r4.validate(bundle))
+        return fhir_response(r4.check(bundle))
 
 
 class SlotReadView(FhirView):
@@ -249,7 +249,7 @@ class SlotReadView(FhirView):
 
     def get(self, request: Request, id: str) -> HttpResponse:
         self.refuse_parameters(frozenset())
-        return fhir_response(r4.validate(slots.slot_read(self.api_client, id)))
+        return fhir_response(r4.check(slots.slot_read(self.api_client, id)))
 
 
 def _uuid(text: str) -> uuid.UUID | None:
@@ -284,7 +284,7 @@ class EverythingView(ResourceView):
         self.audit_patients([patient.pk])
         url = f"{base_url(request)}Patient/{patient.pk}/$everything"
         bundle = self.bundle(request, entries, len(entries), [{"relation": "self", "url": url}])
-        return fhir_response(r4.validate(bundle))
+        return fhir_response(r4.check(bundle))
 
 
 def everything_types(params: list[tuple[str, str]]) -> set[str]:

@@ -12,3 +12,9 @@ ALL_READ = ["patients:read", "appointments:read", "emr:read", "lab:read", "pharm
 @pytest.fixture
 def world(token_for: Any) -> RecordWorld:
     return make_record_world(token_for)
+
+
+@pytest.fixture(autouse=True)
+def validate_everything_emitted(settings: Any) -> None:
+    """Production samples (FHIR_VALIDATE_OUTPUT=sample); the tests check every resource the server emits."""
+    settings.FHIR_VALIDATE_OUTPUT = "all"

@@ -61,6 +61,12 @@ def test_patient_by_name_prefix_birthdate_gender_and_phone_tail(world: RecordWor
     assert _patients(token, "name=pri") == mine
     assert _patients(token, "name=SHAR") == mine
     assert _patients(token, "name=riya") == []
+    assert _patients(token, "name=Priya%20SH") == mine  # several words: from a word start, in order
+    assert _patients(token, "name=priya%20%20sharma") == mine
+    assert _patients(token, "name=sharma%20priya") == []
+    assert _patients(token, "name=p%25") == []  # LIKE's wildcards are literal characters
+    assert _patients(token, "name=_riya") == []
+    assert _patients(token, "name=pri,nobody") == mine
     assert _patients(token, "name:contains=riya") == mine
     assert _patients(token, "name:exact=Sharma") == mine
     assert _patients(token, f"birthdate={born.isoformat()}") == mine

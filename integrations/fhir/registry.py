@@ -39,6 +39,12 @@ from pharmacy.selectors import visible_dispense_lines, visible_prescription_item
 GENDER_SYSTEM = "http://hl7.org/fhir/administrative-gender"
 
 
+# Each type's rows join what is the row's own (an Observation's order item and order) and prefetch what many
+# rows share (branches, doctors, departments, tests, analytes, drugs: a few rows each, fetched once per page
+# or export chunk): a 500-visit $everything joined the same branch and doctor into a thousand rows, and
+# spent more time parsing their copies' timestamps than mapping the resources.
+
+
 @dataclass(frozen=True)
 class ResourceType:
     name: str
@@ -202,7 +208,7 @@ LOCATION = ResourceType(
 APPOINTMENT = ResourceType(
     name="Appointment",
     scope="appointments:read",
-    rows=lambda client: visible_appointments(client),
+    rows=lambda client: visible_appointments(client).select_related(None).prefetch_related("doctor", "branch"),
     to_fhir=mapping.appointment,
     order=("slot_start", "id"),
     params={
@@ -229,7 +235,7 @@ APPOINTMENT = ResourceType(
 ENCOUNTER = ResourceType(
     name="Encounter",
     scope="emr:read",
-    rows=lambda client: visible_visits(client).select_related("doctor", "department", "branch"),
+    rows=lambda client: visible_visits(client).prefetch_related("doctor", "department", "branch"),
     to_fhir=mapping.encounter,
     order=("-start", "id"),
     params={
@@ -282,8 +288,10 @@ ALLERGY = ResourceType(
 MEDICATION_REQUEST = ResourceType(
     name="MedicationRequest",
     scope="pharmacy:read",
-    rows=lambda client: visible_prescription_items(client).select_related(
-        "drug", "prescription__branch", "prescription__doctor"
+    rows=lambda client: (
+        visible_prescription_items(client)
+        .select_related("prescription")
+        .prefetch_related("drug", "prescription__branch", "prescription__doctor")
     ),
     to_fhir=mapping.medication_request,
     order=("-prescription__created_at", "prescription_id", "position", "id"),
@@ -313,7 +321,9 @@ MEDICATION_REQUEST = ResourceType(
 MEDICATION_DISPENSE = ResourceType(
     name="MedicationDispense",
     scope="pharmacy:read",
-    rows=lambda client: visible_dispense_lines(client).select_related("drug", "dispense__branch"),
+    rows=lambda client: (
+        visible_dispense_lines(client).select_related("dispense").prefetch_related("drug", "dispense__branch")
+    ),
     to_fhir=mapping.medication_dispense,
     order=("-dispense__created_at", "dispense_id", "position", "id"),
     params={
@@ -360,7 +370,9 @@ _ITEM_PARAMS = {
 SERVICE_REQUEST = ResourceType(
     name="ServiceRequest",
     scope="lab:read",
-    rows=lambda client: visible_lab_items(client).select_related("test", "order__branch", "order__doctor"),
+    rows=lambda client: (
+        visible_lab_items(client).select_related("order").prefetch_related("test", "order__branch", "order__doctor")
+    ),
     to_fhir=mapping.service_request,
     order=("-order__created_at", "order_id", "position", "id"),
     params={
@@ -376,7 +388,12 @@ SERVICE_REQUEST = ResourceType(
 
 def _observations(client: ApiClient) -> QuerySet[LabResult]:
     # Analyte results only: an imaging report is the DiagnosticReport's conclusion, not an Observation.
-    return visible_lab_results(client).filter(analyte__isnull=False).select_related("analyte", "item__order__branch")
+    return (
+        visible_lab_results(client)
+        .filter(analyte__isnull=False)
+        .select_related("item__order")
+        .prefetch_related("analyte", "item__order__branch")
+    )
 
 
 OBSERVATION = ResourceType(
@@ -412,8 +429,8 @@ def _reports(client: ApiClient) -> QuerySet[Any]:
     return (
         visible_lab_items(client)
         .filter(Exists(LabResult.objects.filter(item=OuterRef("pk"), current=True)))
-        .select_related("test", "order__branch")
-        .prefetch_related(Prefetch("results", queryset=current, to_attr="current_results"))
+        .select_related("order")
+        .prefetch_related("test", "order__branch", Prefetch("results", queryset=current, to_attr="current_results"))
     )
 
 

@@ -275,13 +275,17 @@ class EverythingView(ResourceView):
         if patient is None:
             raise FhirError(404, f"Patient/{id} is not known.")
         wanted = everything_types(self.params())
-        entries = [self.entry(PATIENT, patient)] if "Patient" in wanted else []
+        # The records merged into this one keep their own rows (patients.services.patient_merge): they are
+        # part of this patient's record, as in GET /patients/{id}/record. Merges are flattened, one step deep.
+        merged = list(PATIENT.rows(client).filter(merged_into=patient).order_by("id"))
+        ids = [patient.pk, *(record.pk for record in merged)]
+        entries = [self.entry(PATIENT, record) for record in (patient, *merged)] if "Patient" in wanted else []
         for resource in COMPARTMENT:
             if resource is PATIENT or resource.name not in wanted or not self.token_allows(resource.scope):
                 continue
-            rows = resource.rows(client).filter(**{resource.patient_field or "": patient.pk}).order_by(*resource.order)
+            rows = resource.rows(client).filter(**{f"{resource.patient_field}__in": ids}).order_by(*resource.order)
             entries += [self.entry(resource, row) for row in rows]
-        self.audit_patients([patient.pk])
+        self.audit_patients(ids)
         url = f"{base_url(request)}Patient/{patient.pk}/$everything"
         bundle = self.bundle(request, entries, len(entries), [{"relation": "self", "url": url}])
         return fhir_response(r4.check(bundle))

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from appointments.models import Appointment
 from integrations.clients.models import AuditLogEntry
 from patients.models import Patient
+from patients.services import patient_merge
 from tests.appointments.factories import AppointmentFactory
 from tests.emr.world import RecordWorld, at_ist
 from tests.helpers import bearer
@@ -288,6 +289,24 @@ def test_everything_returns_the_compartment_the_scopes_cover(world: RecordWorld,
     assert full["total"] == 13
     assert kinds(narrow) == {"Patient": 1, "Encounter": 3, "Condition": 2, "AllergyIntolerance": 1}
     assert kinds(typed) == {"Patient": 1, "Condition": 2}
+
+
+def test_everything_includes_the_records_merged_into_the_patient(world: RecordWorld, token_for: Any) -> None:
+    duplicate = PatientFactory(registration_branch=world.blr)
+    visit = VisitFactory(patient=duplicate, branch=world.blr, start=at_ist(date(2022, 5, 1), 10))
+    patient_merge(source=duplicate, target=world.patient, by="test", reason="duplicate registration")
+    elsewhere = PatientFactory(registration_branch=world.mum)
+    patient_merge(source=elsewhere, target=world.patient, by="test", reason="duplicate registration")
+
+    response = fhir_get(token_for(ALL_READ, branches=[world.blr]), f"Patient/{world.patient.id}/$everything")
+
+    found = entries(response)
+    patients = [resource for resource in found if resource["resourceType"] == "Patient"]
+    assert [resource["id"] for resource in patients] == [str(world.patient.id), str(duplicate.id)]  # not Mumbai's
+    assert patients[1]["link"] == [{"other": {"reference": f"Patient/{world.patient.id}"}, "type": "replaced-by"}]
+    assert str(visit.id) in [resource["id"] for resource in found]
+    audited = AuditLogEntry.objects.get(request_id=response["X-Request-ID"]).patient_ids
+    assert sorted(audited) == sorted([world.patient.id, duplicate.id])
 
 
 def test_search_and_everything_take_a_fixed_number_of_queries(world: RecordWorld, token_for: Any) -> None:

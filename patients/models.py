@@ -84,8 +84,13 @@ class Patient(models.Model):
             models.Index(OpClass("phone_digits_reversed", name="text_pattern_ops"), name="patient_phone_tail"),
             models.Index(fields=["phone", "date_of_birth"], name="patient_phone_dob"),
             models.Index(fields=["registration_branch", "-registered_at"], name="patient_branch_registered"),
-            # Expands a matched name to its patients, newest first (patients.search).
-            models.Index(fields=["search_name", "-registered_at"], name="patient_name_registered"),
+            # Expands a matched name to its patients, newest first (patients.search, FHIR Patient?name=). Carries
+            # the id and the branch, so a page's ids come from the index alone however many patients match.
+            models.Index(
+                fields=["search_name", "-registered_at"],
+                include=["id", "registration_branch"],
+                name="patient_name_page",
+            ),
             # patient_id is matched ignoring case and hyphens (see selectors.patient_id_key).
             models.Index(Upper(Replace("patient_id", Value("-"), Value(""))), name="patient_id_normalised"),
             # FHIR Patient?birthdate=... with its prefixes (integrations.fhir): a range on the date alone.

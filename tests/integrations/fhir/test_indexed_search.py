@@ -34,7 +34,7 @@ def _plan(client: Any, resource_type: str, params: list[tuple[str, str]]) -> str
     [
         ("Patient", [("birthdate", "ge1990-01-01"), ("birthdate", "lt1991")], "patient_birth_date"),
         ("Patient", [("identifier", "PAT-000123")], "patient_id_normalised"),
-        ("Patient", [("name", "pri")], "patient_name_registered"),  # through the name words' dictionary
+        ("Patient", [("name", "pri")], "patient_name_page"),  # through the name words' dictionary
         ("Patient", [("name", "priya sh")], "patient_name_trgm"),
         ("Patient", [("phone", "543210")], "patient_phone_tail"),
         ("Encounter", [("date", "ge2026-01-01")], "visit_start_order"),

@@ -16,6 +16,8 @@ its raw-SQL limit, over 1,000,000 patients and 1,000,000 invoices.
 5. Runs wrk (bench/requests.lua) per endpoint at concurrency 1 and 16; checks that bookings made no
    double booking and left gap-free tokens.
 6. Writes bench/results/scale.md and bench/results/scale.json, with the targets and whether each is met.
+7. `--only fhir_export` (never by default: minutes at 1M) also runs one FHIR bulk export of every Patient in a
+   child process and reports its rate and memory (bench/fhir_export.py).
 
 wrk comes from Debian (`apt-get install wrk`). The load generator shares the machine's cores with
 gunicorn and PostgreSQL, as it would on a one-box deployment's own monitoring.
@@ -485,14 +487,33 @@ def main() -> int:
                 row["checks"] = booking_checks(url, book_from)
             rows[scenario.name] = row
             print(json.dumps({scenario.name: row}), flush=True)
+    export = None
+    if "fhir_export" in only:  # minutes at 1M patients: only when asked for
+        from fhir_export import TARGET_PER_SECOND
+        from fhir_export import markdown as export_markdown
+        from fhir_export import measure as export_measure
+
+        print("fhir_export: one bulk export of every Patient", flush=True)
+        export = export_measure(["Patient"])
     del server
     meta = machine(url)
     meta.update({"gunicorn": f"{args.workers} workers x {args.threads} threads", "duration_s": args.duration})
     verdicts = evaluate(rows)
+    if export is not None:
+        verdicts.append(
+            {
+                "scenario": "fhir_export",
+                "target": f">= {TARGET_PER_SECOND:,} resources/s",
+                "measured": export["per_second"],
+                "met": export["per_second"] >= TARGET_PER_SECOND,
+            }
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result = {"machine": meta, "endpoints": rows, "targets": verdicts, "search_quality": quality}
+    result = {"machine": meta, "endpoints": rows, "targets": verdicts, "search_quality": quality, "fhir_export": export}
     (RESULTS / f"{args.name}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     report = markdown(meta, rows, verdicts, quality)
+    if export is not None:
+        report += "\n" + export_markdown(export).replace("# FHIR bulk export", "## FHIR bulk export")
     (RESULTS / f"{args.name}.md").write_text(report)
     print(report)
     return 0

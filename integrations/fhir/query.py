@@ -43,7 +43,7 @@ class SearchRequest:
     ignored: list[str] = field(default_factory=list)  # unknown names ignored under handling=lenient
 
 
-def _integer(name: str, raw: str, low: int, high: int) -> int:
+def integer(name: str, raw: str, low: int, high: int) -> int:
     if not raw.isascii() or not raw.isdigit():
         raise bad(name, f"{raw!r} is not a whole number.")
     if len(raw) > 12 or not low <= int(raw) <= high:
@@ -65,9 +65,9 @@ def parse(resource: ResourceType, params: list[tuple[str, str]], *, lenient: boo
         if len(value) > MAX_VALUE_LENGTH:
             raise bad(name, f"longer than {MAX_VALUE_LENGTH} characters.")
         if name == "_count":
-            request.count = _integer(name, value, 0, MAX_COUNT)
+            request.count = integer(name, value, 0, MAX_COUNT)
         elif name == "_offset":
-            request.offset = _integer(name, value, 0, MAX_OFFSET)
+            request.offset = integer(name, value, 0, MAX_OFFSET)
         elif name == "_sort":
             request.order = _order(resource, value)
             request.used.append((name, value))

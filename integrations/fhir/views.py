@@ -262,33 +262,82 @@ def _uuid(text: str) -> uuid.UUID | None:
 class EverythingView(ResourceView):
     """GET /fhir/R4/Patient/{id}/$everything: the patient and every resource of its compartment that the
     token's scopes cover (a token without lab:read gets no Observations, and no error), as one searchset.
-    `_type` narrows the types."""
+    `_type` narrows the types.
+
+    Paged, as the operation allows: `_count` entries a page (default EVERYTHING_COUNT, at most
+    EVERYTHING_MAX_COUNT), `_offset` into the whole, a `next` link while more remain, `total` the whole
+    record. A 500-visit patient's record is some 5,000 resources; one COUNT per type finds where the page
+    falls, and only the types it covers are read."""
 
     resource = PATIENT
     required_scopes = {"GET": PATIENT.scope}
 
     def get(self, request: Request, id: str) -> HttpResponse:
-        self.refuse_parameters(frozenset({"_type"}))
+        self.refuse_parameters(frozenset({"_type", "_count", "_offset"}))
         client = self.api_client
         key = _uuid(id)
         patient = PATIENT.rows(client).filter(pk=key).first() if key else None
         if patient is None:
             raise FhirError(404, f"Patient/{id} is not known.")
-        wanted = everything_types(self.params())
+        params = self.params()
+        wanted = everything_types(params)
+        count, offset = everything_window(params)
         # The records merged into this one keep their own rows (patients.services.patient_merge): they are
         # part of this patient's record, as in GET /patients/{id}/record. Merges are flattened, one step deep.
         merged = list(PATIENT.rows(client).filter(merged_into=patient).order_by("id"))
         ids = [patient.pk, *(record.pk for record in merged)]
-        entries = [self.entry(PATIENT, record) for record in (patient, *merged)] if "Patient" in wanted else []
+        records = [patient, *merged] if "Patient" in wanted else []
+        sections: list[tuple[ResourceType, Any, int]] = [(PATIENT, records, len(records))]
         for resource in COMPARTMENT:
             if resource is PATIENT or resource.name not in wanted or not self.token_allows(resource.scope):
                 continue
             rows = resource.rows(client).filter(**{f"{resource.patient_field}__in": ids}).order_by(*resource.order)
-            entries += [self.entry(resource, row) for row in rows]
+            sections.append((resource, rows, rows.count()))
+        entries: list[dict[str, Any]] = []
+        start, total = offset, sum(size for _, _, size in sections)
+        for resource, rows, size in sections:
+            if start >= size:
+                start -= size
+                continue
+            want = count - len(entries)
+            if want <= 0:
+                break
+            entries += [self.entry(resource, row) for row in rows[start : start + want]]
+            start = 0
         self.audit_patients(ids)
-        url = f"{base_url(request)}Patient/{patient.pk}/$everything"
-        bundle = self.bundle(request, entries, len(entries), [{"relation": "self", "url": url}])
+        bundle = self.bundle(request, entries, total, self.everything_links(patient.pk, params, count, offset, total))
         return fhir_response(r4.check(bundle))
+
+    def everything_links(
+        self, patient_id: Any, params: list[tuple[str, str]], count: int, offset: int, total: int
+    ) -> list[dict[str, str]]:
+        url = f"{base_url(self.request)}Patient/{patient_id}/$everything"
+        kept = [(name, value) for name, value in params if name == "_type"]
+
+        def at(at_offset: int) -> str:
+            return f"{url}?{urlencode([*kept, ('_count', count), ('_offset', at_offset)])}"
+
+        links = [{"relation": "self", "url": at(offset)}, {"relation": "first", "url": at(0)}]
+        if offset > 0:
+            links.append({"relation": "previous", "url": at(max(offset - count, 0))})
+        if offset + count < total:
+            links.append({"relation": "next", "url": at(offset + count)})
+        return links
+
+
+EVERYTHING_COUNT = 1000
+EVERYTHING_MAX_COUNT = 5000
+
+
+def everything_window(params: list[tuple[str, str]]) -> tuple[int, int]:
+    """(_count, _offset) of a $everything request: 1..EVERYTHING_MAX_COUNT entries, from 0..MAX_OFFSET."""
+    count, offset = EVERYTHING_COUNT, 0
+    for name, value in params:
+        if name == "_count":
+            count = query.integer(name, value, 1, EVERYTHING_MAX_COUNT)
+        elif name == "_offset":
+            offset = query.integer(name, value, 0, query.MAX_OFFSET)
+    return count, offset
 
 
 def everything_types(params: list[tuple[str, str]]) -> set[str]:

@@ -291,6 +291,38 @@ def test_everything_returns_the_compartment_the_scopes_cover(world: RecordWorld,
     assert kinds(typed) == {"Patient": 1, "Condition": 2}
 
 
+def test_everything_pages_through_the_whole_record_in_order(world: RecordWorld, token_for: Any) -> None:
+    token = token_for(ALL_READ, branches=[world.blr])
+    whole = fhir_get(token, f"Patient/{world.patient.id}/$everything").json()
+    everything = [entry["resource"]["id"] for entry in whole["entry"]]
+    assert whole["total"] == len(everything) == 13
+    assert [link["relation"] for link in whole["link"]] == ["self", "first"]
+
+    seen: list[str] = []
+    url = f"Patient/{world.patient.id}/$everything?_count=5"
+    while url:
+        page = fhir_get(token, url).json()
+        assert page["total"] == 13
+        assert len(page["entry"]) <= 5
+        seen += [entry["resource"]["id"] for entry in page["entry"]]
+        following = [link["url"] for link in page["link"] if link["relation"] == "next"]
+        url = following[0].split("/fhir/R4/", 1)[1] if following else ""
+    assert seen == everything  # 5 + 5 + 3, across the types' boundaries, nothing twice or left out
+
+    beyond = fhir_get(token, f"Patient/{world.patient.id}/$everything?_offset=13").json()
+    assert (beyond["total"], beyond.get("entry", [])) == (13, [])
+    typed = fhir_get(token, f"Patient/{world.patient.id}/$everything?_type=Condition&_count=1&_offset=1").json()
+    assert [entry["resource"]["resourceType"] for entry in typed["entry"]] == ["Condition"]
+    assert "_type=Condition" in typed["link"][0]["url"]
+
+
+@pytest.mark.parametrize("query", ["_count=0", "_count=5001", "_count=ten", "_offset=-1", "_count=%D9%A3"])
+def test_everything_refuses_a_bad_page_naming_the_parameter(world: RecordWorld, token_for: Any, query: str) -> None:
+    response = fhir_get(token_for(ALL_READ), f"Patient/{world.patient.id}/$everything?{query}")
+
+    assert_outcome(response, 400, "invalid", [query.split("=")[0]])
+
+
 def test_everything_includes_the_records_merged_into_the_patient(world: RecordWorld, token_for: Any) -> None:
     duplicate = PatientFactory(registration_branch=world.blr)
     visit = VisitFactory(patient=duplicate, branch=world.blr, start=at_ist(date(2022, 5, 1), 10))

@@ -307,6 +307,16 @@ class LabResult(models.Model):
 
     class Meta:
         ordering = ["item", "analyte", "version"]
+        indexes = [
+            # FHIR Observation?patient= (integrations.fhir): a patient's current analyte results, counted and
+            # paged newest first from the index alone (a patient with 500 orders has some 3,500).
+            models.Index(
+                fields=["item"],
+                include=["performed_at", "id"],
+                condition=Q(current=True, analyte__isnull=False),
+                name="labresult_observation",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["item", "analyte", "version"], name="labresult_version_unique"),
             models.UniqueConstraint(

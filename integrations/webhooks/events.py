@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from integrations.hl7.outbox import hl7_messages_add
 from integrations.webhooks import clock
 from integrations.webhooks.dispatch import deliveries_enqueue
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
@@ -60,5 +61,7 @@ def _event_write(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UU
         for subscription_id in subscription_ids
     )
     deliveries_enqueue([(delivery.pk, None) for delivery in deliveries])
-    logger.info("event %s %s: %d deliveries", event.id, event_type, len(deliveries))
+    # The HL7 v2 destinations take their messages from the same event, in the same transaction.
+    hl7_messages = hl7_messages_add(event)
+    logger.info("event %s %s: %d deliveries, %d HL7 messages", event.id, event_type, len(deliveries), hl7_messages)
     return event.id

@@ -383,7 +383,9 @@ PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minim
 # the time a connection may take to deliver a whole frame (slow senders are closed), and open connections.
 HL7_CLAIM_LEASE_SECONDS = env_int("HL7_CLAIM_LEASE_SECONDS", 30, minimum=5, maximum=3600)
 HL7_DRAIN_SECONDS = env_int("HL7_DRAIN_SECONDS", 20, minimum=1, maximum=600)
-HL7_LISTENER_MAX_MESSAGE_BYTES = env_int("HL7_LISTENER_MAX_MESSAGE_BYTES", 1_048_576, minimum=1024, maximum=16 * 1_048_576)
+HL7_LISTENER_MAX_MESSAGE_BYTES = env_int(
+    "HL7_LISTENER_MAX_MESSAGE_BYTES", 1_048_576, minimum=1024, maximum=16 * 1_048_576
+)
 HL7_LISTENER_READ_TIMEOUT_SECONDS = env_int("HL7_LISTENER_READ_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
 HL7_LISTENER_MAX_CONNECTIONS = env_int("HL7_LISTENER_MAX_CONNECTIONS", 64, minimum=1, maximum=10_000)
 HL7_LISTENER_APPLICATION = env_str("HL7_LISTENER_APPLICATION", "CLINIC")

@@ -74,7 +74,17 @@ class Hl7MessageAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmi
     def patient_ids_of(self, obj: Hl7Message) -> list[str]:
         return patient_ids_in_payload(obj.event.payload)
 
-    list_display = ["id", "message_type", "control_id", "destination", "status", "attempt_count", "last_ack_code", "next_attempt_at", "created_at"]
+    list_display = [
+        "id",
+        "message_type",
+        "control_id",
+        "destination",
+        "status",
+        "attempt_count",
+        "last_ack_code",
+        "next_attempt_at",
+        "created_at",
+    ]
     list_filter = ["status", "destination", "message_type"]
     list_select_related = ["destination"]
     search_fields = ["=control_id", "=event__id"]

@@ -88,7 +88,7 @@ class Connection:
         except (TransportError, mllp.FrameError) as exc:
             self.close()
             raise TransportError(str(exc)) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             self.close()
             raise TransportError(f"No ACK within {self.ack_timeout:g} s.") from None
         except OSError as exc:

@@ -104,7 +104,7 @@ def parse(text: str) -> list[Segment]:
     segments = []
     for line in lines:
         name = line[:3]
-        if len(line) > 3 and line[3] != "|" or not name.isalnum() or not name[0].isalpha():
+        if (len(line) > 3 and line[3] != "|") or not name.isalnum() or not name[0].isalpha():
             raise Er7Error("A segment does not start with a three-character name.")
         parts = line.split("|")
         if name == "MSH":

@@ -68,7 +68,9 @@ _CODE_TEXT = {
 }
 
 
-def ack_build(*, code: str, control_id: str, msh: er7.Segment | None, problems: list[Problem] = (), text: str = "") -> str:  # type: ignore[assignment]
+def ack_build(
+    *, code: str, control_id: str, msh: er7.Segment | None, problems: list[Problem] = (), text: str = ""
+) -> str:  # type: ignore[assignment]
     """An ACK in 2.5.1 (echoing the sender's trigger event when known)."""
     trigger = msh.get(9, 2) if msh is not None else ""
     segments = [
@@ -87,7 +89,9 @@ def ack_build(*, code: str, control_id: str, msh: er7.Segment | None, problems: 
         er7.segment("MSA", code, control_id, text[:80] if text else (problems[0].text[:80] if problems else "")),
     ]
     for problem in problems:
-        location: er7.Field = [problem.location[0], str(problem.location[1]), str(problem.location[2])] if problem.location else None
+        location: er7.Field = (
+            [problem.location[0], str(problem.location[1]), str(problem.location[2])] if problem.location else None
+        )
         segments.append(
             er7.segment(
                 "ERR",
@@ -175,7 +179,7 @@ def _when(text: str, fallback: datetime) -> datetime:
             sign = mark
     digits = digits.split(".")[0]
     try:
-        moment = datetime.strptime(digits.ljust(14, "0")[:14], "%Y%m%d%H%M%S")
+        moment = datetime.strptime(digits.ljust(14, "0")[:14], "%Y%m%d%H%M%S")  # noqa: DTZ007 - made aware below
         if sign:
             moment = datetime.strptime(f"{digits.ljust(14, '0')[:14]}{sign}{offset}", "%Y%m%d%H%M%S%z")
     except ValueError:
@@ -288,23 +292,35 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
     msh = segments[0]
     control_id = msh.get(10)
     if not control_id:
-        return ack_build(code="AR", control_id="", msh=msh, problems=[Problem("101", "MSH-10 is required.", ("MSH", 1, 10))])
+        return ack_build(
+            code="AR", control_id="", msh=msh, problems=[Problem("101", "MSH-10 is required.", ("MSH", 1, 10))]
+        )
     if msh.get(12) not in VERSIONS:
         return ack_build(
-            code="AR", control_id=control_id, msh=msh,
+            code="AR",
+            control_id=control_id,
+            msh=msh,
             problems=[Problem("203", f"Version {msh.get(12)!r} is not accepted; send 2.5.1.", ("MSH", 1, 12))],
         )
     if msh.get(9, 1) != "ORU":
         return ack_build(
-            code="AR", control_id=control_id, msh=msh,
+            code="AR",
+            control_id=control_id,
+            msh=msh,
             problems=[Problem("200", f"Only ORU^R01 is accepted, not {msh.get(9, 1)!r}.", ("MSH", 1, 9))],
         )
     if msh.get(9, 2) != "R01":
         return ack_build(
-            code="AR", control_id=control_id, msh=msh,
+            code="AR",
+            control_id=control_id,
+            msh=msh,
             problems=[Problem("201", f"Only ORU^R01 is accepted, not ORU^{msh.get(9, 2)}.", ("MSH", 1, 9))],
         )
-    key = {"sending_application": msh.get(3)[:180], "sending_facility": msh.get(4)[:180], "control_id": control_id[:199]}
+    key = {
+        "sending_application": msh.get(3)[:180],
+        "sending_facility": msh.get(4)[:180],
+        "control_id": control_id[:199],
+    }
     stored = Hl7ReceivedMessage.objects.filter(**key).values_list("ack", flat=True).first()
     if stored is not None:
         logger.info("HL7 message %s from %s: repeated, answered with its stored ACK", control_id, peer)
@@ -325,9 +341,13 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
         if stored is not None:
             return stored
         logger.exception("HL7 message %s from %s: database refused the results", control_id, peer)
-        return ack_build(code="AE", control_id=control_id, msh=msh, problems=[Problem("207", "Not applied: internal error.")])
+        return ack_build(
+            code="AE", control_id=control_id, msh=msh, problems=[Problem("207", "Not applied: internal error.")]
+        )
     except Exception:
         logger.exception("HL7 message %s from %s: internal error", control_id, peer)
-        return ack_build(code="AE", control_id=control_id, msh=msh, problems=[Problem("207", "Not applied: internal error.")])
+        return ack_build(
+            code="AE", control_id=control_id, msh=msh, problems=[Problem("207", "Not applied: internal error.")]
+        )
     logger.info("HL7 message %s from %s: applied to %d orders", control_id, peer, len(order_ids))
     return ack

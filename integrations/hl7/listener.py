@@ -11,6 +11,7 @@ order. Nothing a sender sends can stop the listener: every handler error is caug
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import signal
@@ -71,7 +72,9 @@ class Listener:
         peer = (writer.get_extra_info("peername") or ("?",))[0]
         try:
             if self.slots.locked():
-                logger.warning("HL7 connection from %s refused: %d connections open", peer, settings.HL7_LISTENER_MAX_CONNECTIONS)
+                logger.warning(
+                    "HL7 connection from %s refused: %d connections open", peer, settings.HL7_LISTENER_MAX_CONNECTIONS
+                )
                 return
             async with self.slots:
                 if not await self._run(peer_allowed, peer):
@@ -82,10 +85,8 @@ class Listener:
             logger.exception("HL7 connection from %s: error", peer)
         finally:
             writer.close()
-            try:
+            with contextlib.suppress(OSError):  # the peer is gone already
                 await writer.wait_closed()
-            except Exception:  # the peer is gone already
-                pass
             if task is not None:
                 self.connections.discard(task)
 

@@ -79,14 +79,25 @@ def _adt(destination: Any, kind: MessageKind, data: dict[str, Any], when: str) -
         None,
         identifiers,
         None,
-        _name(demographics.get("name", ""), first=demographics.get("first_name", ""), last=demographics.get("last_name", "")),
+        _name(
+            demographics.get("name", ""),
+            first=demographics.get("first_name", ""),
+            last=demographics.get("last_name", ""),
+        ),
         None,
         _date(demographics.get("date_of_birth")),
         _GENDER.get(demographics.get("gender") or "", "U"),
         None,
         None,
         # PID-11 address: street^^city^state^zip^country
-        [address.get("line1") or "", "", address.get("city") or "", address.get("state") or "", address.get("pincode") or "", "IND"]
+        [
+            address.get("line1") or "",
+            "",
+            address.get("city") or "",
+            address.get("state") or "",
+            address.get("pincode") or "",
+            "IND",
+        ]
         if address
         else None,
         None,
@@ -105,7 +116,9 @@ def _siu(destination: Any, kind: MessageKind, data: dict[str, Any], when: str) -
     facility = destination.sending_facility
     start, end = ts(appointment["slot_start"]), ts(appointment["slot_end"])
     minutes = int(
-        (datetime.fromisoformat(appointment["slot_end"]) - datetime.fromisoformat(appointment["slot_start"])).total_seconds()
+        (
+            datetime.fromisoformat(appointment["slot_end"]) - datetime.fromisoformat(appointment["slot_start"])
+        ).total_seconds()
         // 60
     )
     doctor = appointment["doctor"]
@@ -208,7 +221,9 @@ def _orm(destination: Any, kind: MessageKind, data: dict[str, Any], when: str) -
 _BUILDERS = {"ADT": _adt, "SIU": _siu, "ORM": _orm}
 
 
-def message_build(*, event_type: str, payload: dict[str, Any], destination: Any, control_id: str, created_at: datetime) -> str:
+def message_build(
+    *, event_type: str, payload: dict[str, Any], destination: Any, control_id: str, created_at: datetime
+) -> str:
     """The ER7 text of the message for this event to this destination."""
     kind = MESSAGE_KINDS.get(event_type)
     if kind is None:

@@ -74,9 +74,7 @@ class Hl7Destination(models.Model):
         ordering = ["name", "id"]
         constraints = [
             models.CheckConstraint(condition=~models.Q(event_types=[]), name="hl7_destination_has_event_types"),
-            models.CheckConstraint(
-                condition=models.Q(port__gte=1, port__lte=65535), name="hl7_destination_port_range"
-            ),
+            models.CheckConstraint(condition=models.Q(port__gte=1, port__lte=65535), name="hl7_destination_port_range"),
         ]
 
     def __str__(self) -> str:

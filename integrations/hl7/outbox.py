@@ -55,7 +55,7 @@ def drains_enqueue(destination_ids: list[uuid.UUID], *, countdown: float = 0) ->
     for destination_id in destination_ids:
         try:
             drain.apply_async((str(destination_id),), countdown=countdown, retry=True, retry_policy=_RETRY_POLICY)
-        except Exception:  # any broker failure: the messages stay due and the relay queues the drain
+        except Exception:  # noqa: BLE001 - any broker failure: the messages stay due and the relay queues the drain
             logger.warning("could not queue the drain of HL7 destination %s: the relay will", destination_id)
             return
 
@@ -130,7 +130,14 @@ def _close(message: Hl7Message, status: str, error: str = "") -> None:
     if error:
         message.last_error = error[:500]
     message.save(
-        update_fields=["status", "next_attempt_at", "attempt_started_at", "last_error", "last_ack_code", "acknowledged_at"]
+        update_fields=[
+            "status",
+            "next_attempt_at",
+            "attempt_started_at",
+            "last_error",
+            "last_ack_code",
+            "acknowledged_at",
+        ]
     )
 
 
@@ -143,7 +150,9 @@ class DrainResult:
     control_ids: list[str] = field(default_factory=list)
 
 
-def _attempt(destination: Hl7Destination, message: Hl7Message, connection: client.Connection, result: DrainResult) -> bool:
+def _attempt(
+    destination: Hl7Destination, message: Hl7Message, connection: client.Connection, result: DrainResult
+) -> bool:
     """One attempt of the head; True when the drain may go on to the next message."""
     now = clock.now()
     message.attempt_count += 1
@@ -197,7 +206,9 @@ def _attempt(destination: Hl7Destination, message: Hl7Message, connection: clien
         if delay is None:
             _close(message, Status.FAILED, f"Gave up after {message.attempt_count} attempts. Last: {problem}")
             result.failed += 1
-            logger.warning("HL7 message %s (%s) failed after %d attempts", message.pk, message.control_id, message.attempt_count)
+            logger.warning(
+                "HL7 message %s (%s) failed after %d attempts", message.pk, message.control_id, message.attempt_count
+            )
             return True
         message.next_attempt_at = finished + delay
         message.last_error = problem[:500]

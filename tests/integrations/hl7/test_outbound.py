@@ -12,6 +12,7 @@ from typing import Any
 import hl7
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 
 from appointments import events as appointment_events
@@ -66,8 +67,13 @@ def all_kinds() -> None:
     for kind in ("booked", "rescheduled", "cancelled", "no_show"):
         appointment_events.publish(f"appointment.{kind}", appointment)
     order = services.lab_order_create(
-        branch=world["blr"], patient=world["patient"], doctor=world["doctor"], tests=[world["xray"]],
-        priority="stat", ordered_by="test", clinical_notes="cough | 3 weeks ^ fever",
+        branch=world["blr"],
+        patient=world["patient"],
+        doctor=world["doctor"],
+        tests=[world["xray"]],
+        priority="stat",
+        ordered_by="test",
+        clinical_notes="cough | 3 weeks ^ fever",
     )
     services.lab_order_cancel(order=order, reason="ordered twice")
 
@@ -87,8 +93,14 @@ def test_every_kind_is_written_with_its_event_validated_by_hl7apy_and_acknowledg
         messages = list(Hl7Message.objects.filter(destination=lis).order_by("id"))
         assert [m.message_type for m in messages] == [
             "ORM^O01 NW",
-            "ADT^A04", "ADT^A08", "SIU^S12", "SIU^S13", "SIU^S15", "SIU^S26",
-            "ORM^O01 NW", "ORM^O01 CA",
+            "ADT^A04",
+            "ADT^A08",
+            "SIU^S12",
+            "SIU^S13",
+            "SIU^S15",
+            "SIU^S26",
+            "ORM^O01 NW",
+            "ORM^O01 CA",
         ]  # lab_world's order first, then the X-ray order and its cancellation
         assert Hl7Message.objects.filter(destination__name="ADT only").count() == 1
         assert not Hl7Message.objects.filter(destination__name="off").exists()
@@ -96,7 +108,8 @@ def test_every_kind_is_written_with_its_event_validated_by_hl7apy_and_acknowledg
 
         result = outbox.destination_drain(destination_id=lis.pk)
 
-        assert result.acknowledged == 10 and result.failed == result.retrying == 0
+        assert result.acknowledged == 10
+        assert result.failed == result.retrying == 0
         assert receiver.control_ids() == [m.control_id for m in messages]
         for text in receiver.received:
             hl7apy_validate(text)
@@ -108,9 +121,9 @@ def test_every_kind_is_written_with_its_event_validated_by_hl7apy_and_acknowledg
         assert str(orm.segment("ORC")(1)) == "NW"
         assert str(orm.segment("NTE")(3)) == "cough | 3 weeks ^ fever"  # escaped on the wire, read back whole
         assert str(hl7.parse(receiver.received[8]).segment("ORC")(1)) == "CA"
-        assert set(Hl7Message.objects.filter(destination=lis).values_list("status", "attempt_count", "last_ack_code")) == {
-            ("acknowledged", 1, "AA")
-        }
+        assert set(
+            Hl7Message.objects.filter(destination=lis).values_list("status", "attempt_count", "last_ack_code")
+        ) == {("acknowledged", 1, "AA")}
         assert Hl7Attempt.objects.filter(message__destination=lis, ack_code="AA").count() == 10
     finally:
         receiver.stop()
@@ -118,15 +131,23 @@ def test_every_kind_is_written_with_its_event_validated_by_hl7apy_and_acknowledg
 
 def test_rollback_writes_no_message() -> None:
     destination(free_port())
-    with pytest.raises(RuntimeError), __import__("django.db").db.transaction.atomic():
-        event_publish(event_type="appointment.no_show", payload={"appointment": {}})
-        raise RuntimeError
-    assert not Hl7Message.objects.exists() and not WebhookEvent.objects.exists()
+
+    def rolled_back() -> None:
+        with transaction.atomic():
+            event_publish(event_type="appointment.no_show", payload={"appointment": {}})
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        rolled_back()
+    assert not Hl7Message.objects.exists()
+    assert not WebhookEvent.objects.exists()
 
 
 def _booked(n: int) -> list[Hl7Message]:
     world_appointment = AppointmentFactory()
-    appointment = Appointment.objects.select_related("patient", "doctor__department", "branch").get(pk=world_appointment.pk)
+    appointment = Appointment.objects.select_related("patient", "doctor__department", "branch").get(
+        pk=world_appointment.pk
+    )
     for _ in range(n):
         appointment_events.publish("appointment.booked", appointment)
     return list(Hl7Message.objects.order_by("id"))
@@ -143,7 +164,8 @@ def test_ae_ar_and_timeouts_are_retried_in_order_and_logged() -> None:
             assert (result.acknowledged, result.retrying) == (0, 1)
             first.refresh_from_db()
             second.refresh_from_db()
-            assert first.status == "pending" and first.last_ack_code == expected
+            assert first.status == "pending"
+            assert first.last_ack_code == expected
             assert second.attempt_count == 0  # N+1 waits for N
             delay = (first.next_attempt_at - timezone.now()).total_seconds()
             assert delay > 0
@@ -182,7 +204,8 @@ def test_a_message_is_given_up_after_the_schedule_and_the_next_one_goes() -> Non
         outbox.destination_drain(destination_id=lis.pk)
         first.refresh_from_db()
         second.refresh_from_db()
-        assert first.status == "failed" and "Gave up after 8 attempts" in first.last_error
+        assert first.status == "failed"
+        assert "Gave up after 8 attempts" in first.last_error
         assert second.status == "acknowledged"
     finally:
         receiver.stop()
@@ -198,7 +221,8 @@ def test_a_down_destination_delays_neither_another_destination_nor_a_webhook(no_
         assert WebhookDelivery.objects.count() == 3  # the webhooks are written with the event as before
         started = time.monotonic()
         blocked = outbox.destination_drain(destination_id=down.pk)
-        assert time.monotonic() - started < 2 and blocked.retrying == 1
+        assert time.monotonic() - started < 2
+        assert blocked.retrying == 1
         sent = outbox.destination_drain(destination_id=up.pk)
         assert sent.acknowledged == 3
         assert Hl7Message.objects.filter(destination=down, status="pending").count() == 3
@@ -226,7 +250,8 @@ def test_a_receiver_restart_loses_nothing_and_sends_nothing_twice() -> None:
         receiver.stop()
         Hl7Message.objects.filter(pk__in=[m.pk for m in messages[3:]]).update(next_attempt_at=timezone.now())
         down = outbox.destination_drain(destination_id=lis.pk)
-        assert down.retrying == 1 and down.acknowledged == 0
+        assert down.retrying == 1
+        assert down.acknowledged == 0
         receiver = Receiver(port=port).start()
         moved_on(messages[3])
         assert outbox.destination_drain(destination_id=lis.pk).acknowledged == 3
@@ -243,7 +268,8 @@ def test_the_relay_queues_due_destinations_and_replay_keeps_the_control_id(no_br
         (message,) = _booked(1)
         assert no_broker == [(str(lis.pk),)]  # queued after commit
         no_broker.clear()
-        assert outbox.hl7_relay() == 1 and no_broker == [(str(lis.pk),)]
+        assert outbox.hl7_relay() == 1
+        assert no_broker == [(str(lis.pk),)]
         outbox.destination_drain(destination_id=lis.pk)
         assert outbox.hl7_relay() == 0
         outbox.message_replay(message=message)
@@ -255,10 +281,23 @@ def test_the_relay_queues_due_destinations_and_replay_keeps_the_control_id(no_br
 
 
 def test_create_hl7_destination_command(capsys: Any) -> None:
-    call_command("create_hl7_destination", "--name", "City lab", "--host", "lis.local", "--port", "2575",
-                 "--events", "lab_order.created lab_order.cancelled", "--json")
+    call_command(
+        "create_hl7_destination",
+        "--name",
+        "City lab",
+        "--host",
+        "lis.local",
+        "--port",
+        "2575",
+        "--events",
+        "lab_order.created lab_order.cancelled",
+        "--json",
+    )
     out = capsys.readouterr().out
     created = Hl7Destination.objects.get()
-    assert f'"id": "{created.pk}"' in out and '"messages": ["ORM^O01 NW", "ORM^O01 CA"]' in out
+    assert f'"id": "{created.pk}"' in out
+    assert '"messages": ["ORM^O01 NW", "ORM^O01 CA"]' in out
     with pytest.raises(Exception, match="Unknown or missing event kinds"):
-        call_command("create_hl7_destination", "--name", "x", "--host", "h", "--port", "1", "--events", "invoice.finalized")
+        call_command(
+            "create_hl7_destination", "--name", "x", "--host", "h", "--port", "1", "--events", "invoice.finalized"
+        )

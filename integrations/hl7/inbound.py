@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -69,8 +70,8 @@ _CODE_TEXT = {
 
 
 def ack_build(
-    *, code: str, control_id: str, msh: er7.Segment | None, problems: list[Problem] = (), text: str = ""
-) -> str:  # type: ignore[assignment]
+    *, code: str, control_id: str, msh: er7.Segment | None, problems: Sequence[Problem] = (), text: str = ""
+) -> str:
     """An ACK in 2.5.1 (echoing the sender's trigger event when known)."""
     trigger = msh.get(9, 2) if msh is not None else ""
     segments = [

@@ -15,7 +15,9 @@ import contextlib
 import ipaddress
 import logging
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -24,6 +26,7 @@ from integrations.hl7 import inbound, mllp
 from integrations.hl7.models import Hl7Sender
 
 logger = logging.getLogger("integrations.hl7.listener")
+T = TypeVar("T")
 
 
 def peer_allowed(address: str) -> bool:
@@ -43,7 +46,7 @@ def peer_allowed(address: str) -> bool:
     return False
 
 
-def _in_thread(function, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     close_old_connections()  # a connection the database dropped is not reused
     try:
         return function(*args, **kwargs)
@@ -61,7 +64,7 @@ class Listener:
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
 
-    async def _run(self, function, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, lambda: _in_thread(function, *args, **kwargs))
 

@@ -74,4 +74,4 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Created HL7 destination {destination.name!r} ({destination.pk}).")
         self.stdout.write(f"  mllp://{destination.host}:{destination.port}")
-        self.stdout.write(f"  messages: {', '.join(result['messages'])}")
+        self.stdout.write(f"  messages: {', '.join(MESSAGE_KINDS[event].label for event in destination.event_types)}")

@@ -121,7 +121,9 @@ def test_every_kind_is_written_with_its_event_validated_by_hl7apy_and_acknowledg
         assert str(first.segment("MSH")(5)) == "LIS"
         orm = hl7.parse(receiver.received[7])
         assert str(orm.segment("ORC")(1)) == "NW"
-        assert str(orm.segment("NTE")(3)) == "cough | 3 weeks ^ fever"  # escaped on the wire, read back whole
+        note = str(orm.segment("NTE")(3))
+        assert note == "cough \\F\\ 3 weeks \\S\\ fever"  # escaped on the wire (HL7 2.7)
+        assert orm.unescape(note) == "cough | 3 weeks ^ fever"
         assert str(hl7.parse(receiver.received[8]).segment("ORC")(1)) == "CA"
         assert set(
             Hl7Message.objects.filter(destination=lis).values_list("status", "attempt_count", "last_ack_code")

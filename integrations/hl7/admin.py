@@ -60,6 +60,7 @@ class Hl7SenderAdmin(admin.ModelAdmin):
     form = Hl7SenderForm
     list_display = ["name", "networks", "is_active"]
     list_filter = ["is_active"]
+    search_fields = ["name"]
 
 
 class Hl7AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
@@ -328,6 +328,16 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
         return stored
     try:
         with transaction.atomic():
+            # Copies of one message arriving at once on two connections wait for each other here; the second
+            # then finds the first's ACK instead of recording the results again.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    ["hl7:" + "|".join((key["sending_application"], key["sending_facility"], key["control_id"]))],
+                )
+            stored = Hl7ReceivedMessage.objects.filter(**key).values_list("ack", flat=True).first()
+            if stored is not None:
+                return stored
             order_ids = _apply(segments, msh)
             ack = ack_build(code="AA", control_id=control_id, msh=msh)
             Hl7ReceivedMessage.objects.create(

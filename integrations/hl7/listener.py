@@ -15,12 +15,13 @@ import contextlib
 import ipaddress
 import logging
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from integrations.hl7 import inbound, mllp
 from integrations.hl7.models import Hl7Sender
@@ -54,9 +55,16 @@ def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         close_old_connections()
 
 
+def _connections_close(barrier: threading.Barrier) -> None:
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait(timeout=5)
+    connections.close_all()
+
+
 class Listener:
     def __init__(self, *, host: str, port: int, threads: int = 4) -> None:
         self.host, self.port = host, port
+        self.threads = threads
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hl7")
         self.max_bytes = settings.HL7_LISTENER_MAX_MESSAGE_BYTES
         self.read_timeout = float(settings.HL7_LISTENER_READ_TIMEOUT_SECONDS)
@@ -142,6 +150,10 @@ class Listener:
             await asyncio.wait(set(self.connections), timeout=grace)
         for task in list(self.connections):
             task.cancel()
+        # Each database thread closes its connection (a barrier makes every thread take one of these calls).
+        barrier = threading.Barrier(self.threads)
+        for _ in range(self.threads):
+            self.executor.submit(_connections_close, barrier)
         self.executor.shutdown(wait=True)
 
     async def serve_until_stopped(self, stopped: asyncio.Event) -> None:

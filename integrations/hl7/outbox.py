@@ -114,15 +114,6 @@ def _release(destination: Hl7Destination, token: uuid.UUID) -> None:
     Hl7Destination.objects.filter(pk=destination.pk, claim_token=token).update(claim_token=None, claimed_until=None)
 
 
-def _head(destination: Hl7Destination) -> Hl7Message | None:
-    return (
-        Hl7Message.objects.select_related("event")
-        .filter(destination=destination, status=Status.PENDING)
-        .order_by("id")
-        .first()
-    )
-
-
 def _close(message: Hl7Message, status: str, error: str = "") -> None:
     message.status = status
     message.next_attempt_at = None
@@ -150,14 +141,51 @@ class DrainResult:
     control_ids: list[str] = field(default_factory=list)
 
 
+class _Acknowledged:
+    """AA outcomes not yet written: flushed in one transaction every FLUSH_EVERY messages, before any other
+    outcome is written and when the drain ends. Each message was marked in flight (attempt_started_at) before
+    it was sent, so a worker that dies before the flush leaves them pending with that mark: the next drain
+    logs the lost attempt and sends them again under the same control id (at least once, never reordered)."""
+
+    FLUSH_EVERY = 50
+
+    def __init__(self) -> None:
+        self.attempts: list[Hl7Attempt] = []
+
+    def add(self, attempt: Hl7Attempt) -> None:
+        self.attempts.append(attempt)
+        if len(self.attempts) >= self.FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.attempts:
+            return
+        now = clock.now()
+        with transaction.atomic():
+            Hl7Attempt.objects.bulk_create(self.attempts)
+            Hl7Message.objects.filter(pk__in=[a.message_id for a in self.attempts]).update(
+                status=Status.ACKNOWLEDGED,
+                next_attempt_at=None,
+                attempt_started_at=None,
+                last_ack_code="AA",
+                last_error="",
+                acknowledged_at=now,
+            )
+        self.attempts = []
+
+
 def _attempt(
-    destination: Hl7Destination, message: Hl7Message, connection: client.Connection, result: DrainResult
+    destination: Hl7Destination,
+    message: Hl7Message,
+    connection: client.Connection,
+    result: DrainResult,
+    acknowledged: _Acknowledged,
 ) -> bool:
     """One attempt of the head; True when the drain may go on to the next message."""
     now = clock.now()
     message.attempt_count += 1
     message.attempt_started_at = now
-    message.save(update_fields=["attempt_count", "attempt_started_at"])
+    Hl7Message.objects.filter(pk=message.pk).update(attempt_count=message.attempt_count, attempt_started_at=now)
     started = time.monotonic()
     ack: client.Ack | None = None
     error = ""
@@ -171,6 +199,7 @@ def _attempt(
         )
     except MessageBuildError as exc:
         # It will never build: failing it at once lets the messages after it go.
+        acknowledged.flush()
         Hl7Attempt.objects.create(message=message, number=message.attempt_count, started_at=now, error=str(exc)[:500])
         _close(message, Status.FAILED, str(exc))
         result.failed += 1
@@ -180,27 +209,26 @@ def _attempt(
         ack = connection.send(text, message.control_id)
     except client.TransportError as exc:
         error = str(exc)
-    duration = (time.monotonic() - started) * 1000
+    attempt = Hl7Attempt(
+        message=message,
+        number=message.attempt_count,
+        started_at=now,
+        duration_ms=(time.monotonic() - started) * 1000,
+        ack_code=ack.code if ack else "",
+        ack_text=ack.text if ack else "",
+        error=error[:500],
+    )
+    if ack is not None and ack.accepted:
+        acknowledged.add(attempt)
+        result.acknowledged += 1
+        result.control_ids.append(message.control_id)
+        return True
+    acknowledged.flush()
     finished = clock.now()
     with transaction.atomic():
-        Hl7Attempt.objects.create(
-            message=message,
-            number=message.attempt_count,
-            started_at=now,
-            duration_ms=duration,
-            ack_code=ack.code if ack else "",
-            ack_text=ack.text if ack else "",
-            error=error[:500],
-        )
+        attempt.save()
         message.attempt_started_at = None
         message.last_ack_code = ack.code if ack else ""
-        if ack is not None and ack.accepted:
-            message.acknowledged_at = finished
-            message.last_error = ""
-            _close(message, Status.ACKNOWLEDGED)
-            result.acknowledged += 1
-            result.control_ids.append(message.control_id)
-            return True
         problem = error or f"{ack.code if ack else '?'}: {ack.text if ack else ''}".strip()
         delay = schedule.retry_delay(message.attempt_count, retry_after=None, retry_after_max=timedelta(0))
         if delay is None:
@@ -227,6 +255,15 @@ def _attempt(
     return False
 
 
+def _pending(destination: Hl7Destination, after_id: int, limit: int = 100) -> list[Hl7Message]:
+    """The destination's next pending messages in order (the head first)."""
+    return list(
+        Hl7Message.objects.select_related("event")
+        .filter(destination=destination, status=Status.PENDING, id__gt=after_id)
+        .order_by("id")[:limit]
+    )
+
+
 def destination_drain(*, destination_id: uuid.UUID, budget_seconds: float | None = None) -> DrainResult:
     """Send the destination's due messages in order until one fails, none is due, or the time budget is
     spent (then another drain is queued). Does nothing when another worker holds the destination."""
@@ -238,46 +275,61 @@ def destination_drain(*, destination_id: uuid.UUID, budget_seconds: float | None
     destination, token = claimed
     budget = settings.HL7_DRAIN_SECONDS if budget_seconds is None else budget_seconds
     stop_at = time.monotonic() + budget
+    lease = _lease_for(destination).total_seconds()
+    renew_at = time.monotonic() + lease / 2  # the lease is renewed when half of it is left
     connection = client.Connection(
         destination.host,
         destination.port,
         connect_timeout=destination.connect_timeout_seconds,
         ack_timeout=destination.ack_timeout_seconds,
     )
+    acknowledged = _Acknowledged()
     more = False
+    last_id = 0
     try:
         while True:
-            head = _head(destination)
-            if head is None:
+            batch = _pending(destination, last_id)
+            if not batch:
                 break
-            if time.monotonic() >= stop_at:
-                more = True
-                break
-            now = clock.now()
-            if head.attempt_started_at is not None:  # a worker died during this attempt
-                Hl7Attempt.objects.create(
-                    message=head,
-                    number=head.attempt_count,
-                    started_at=head.attempt_started_at,
-                    duration_ms=(now - head.attempt_started_at).total_seconds() * 1000,
-                    error=LOST_ATTEMPT,
-                )
-                head.attempt_started_at = None
-                head.save(update_fields=["attempt_started_at"])
-            if not destination.is_active:
-                _close(head, Status.FAILED, "The destination is disabled.")
-                result.failed += 1
-                continue
-            assert head.next_attempt_at is not None
-            if head.next_attempt_at > now:
-                break
-            if not _renew(destination, token):
-                logger.warning("HL7 destination %s: lease lost during the drain", destination.pk)
-                return result
-            if not _attempt(destination, head, connection, result):
+            go_on = True
+            for head in batch:
+                last_id = head.pk
+                if time.monotonic() >= stop_at:
+                    more = go_on = False
+                    break
+                now = clock.now()
+                if head.attempt_started_at is not None:  # a worker died during this attempt
+                    Hl7Attempt.objects.create(
+                        message=head,
+                        number=head.attempt_count,
+                        started_at=head.attempt_started_at,
+                        duration_ms=(now - head.attempt_started_at).total_seconds() * 1000,
+                        error=LOST_ATTEMPT,
+                    )
+                    head.attempt_started_at = None
+                    head.save(update_fields=["attempt_started_at"])
+                if not destination.is_active:
+                    _close(head, Status.FAILED, "The destination is disabled.")
+                    result.failed += 1
+                    continue
+                assert head.next_attempt_at is not None
+                if head.next_attempt_at > now:
+                    go_on = False
+                    break
+                if time.monotonic() >= renew_at:
+                    if not _renew(destination, token):
+                        logger.warning("HL7 destination %s: lease lost during the drain", destination.pk)
+                        acknowledged.flush()
+                        return result
+                    renew_at = time.monotonic() + lease / 2
+                if not _attempt(destination, head, connection, result, acknowledged):
+                    go_on = False
+                    break
+            if not go_on:
                 break
     finally:
         connection.close()
+        acknowledged.flush()
         _release(destination, token)
     if more:
         drains_enqueue([destination.pk])

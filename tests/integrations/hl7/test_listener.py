@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import hl7
@@ -142,3 +144,28 @@ def test_malformed_oversized_slow_and_disallowed_connections_are_closed_and_the_
     )
     assert listener.alive
     assert listener.error is None
+
+
+def test_the_same_message_on_two_connections_at_once_is_applied_once(listener: Any) -> None:
+    world = lab_world()
+    accession = world["items"]["CBC"].accession_number
+    text = oru(
+        "TWICE", accession, world["patient"].patient_id, [("NM", "HGB", "13", "g/dL"), ("NM", "PLT", "200", "10*3/uL")]
+    )
+    barrier = threading.Barrier(2)
+
+    def one() -> str:
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+            barrier.wait()
+            sock.sendall(b"\x0b" + text.encode() + b"\x1c\r")
+            data = b""
+            while not data.endswith(b"\x1c\r"):
+                data += sock.recv(65536)
+            return data.decode()
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: one(), range(2))
+    assert first == second
+    assert "MSA|AA|TWICE" in first
+    assert LabResult.objects.count() == 2
+    assert Hl7ReceivedMessage.objects.count() == 1

@@ -305,3 +305,28 @@ def test_create_hl7_destination_command(capsys: Any) -> None:
         call_command(
             "create_hl7_destination", "--name", "x", "--host", "h", "--port", "1", "--events", "invoice.finalized"
         )
+
+
+def test_admin_shows_the_message_with_its_attempts_and_replays_it(admin_client: Any, fake_dns: Any) -> None:
+    receiver = Receiver(codes=lambda text: "AE").start()
+    try:
+        lis = destination(receiver.port)
+        (message,) = _booked(1)
+        outbox.destination_drain(destination_id=lis.pk)
+        page = admin_client.get(f"/admin/integrations/hl7message/{message.pk}/change/")
+        assert page.status_code == 200
+        body = page.content.decode()
+        assert f"SIU^S12^SIU_S12|{message.control_id}|P|2.5.1" in body
+        assert "AE" in body
+        listing = admin_client.post(
+            "/admin/integrations/hl7message/",
+            {"action": "replay", "_selected_action": [message.pk]},
+            follow=True,
+        )
+        assert listing.status_code == 200
+        message.refresh_from_db()
+        assert (message.status, message.attempt_count) == ("pending", 0)
+        for page_url in ("hl7destination", "hl7sender", "hl7receivedmessage", f"hl7destination/{lis.pk}/change"):
+            assert admin_client.get(f"/admin/integrations/{page_url}/").status_code == 200
+    finally:
+        receiver.stop()

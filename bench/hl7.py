@@ -96,7 +96,9 @@ def ingest(count: int, connections: int) -> dict[str, Any]:
     doctor: Any = DoctorFactory(department=DepartmentFactory())
     doctor.branches.add(branch)
     patient: Any = PatientFactory(
-        registration_branch=branch, date_of_birth=timezone.localdate() - timedelta(days=40 * 365)
+        patient_id=f"BENCH-{code}",
+        registration_branch=branch,
+        date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
     )
     accessions = []
     for _ in range(count):

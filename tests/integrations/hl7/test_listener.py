@@ -7,10 +7,15 @@ addresses not allowed closed without stopping the listener."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import hl7
@@ -20,7 +25,7 @@ from hl7.client import MLLPClient
 from integrations.hl7.models import Hl7ReceivedMessage, Hl7Sender
 from integrations.webhooks.models import WebhookEvent
 from lab.models import LabResult
-from tests.integrations.hl7.support import ListenerThread, lab_world, oru
+from tests.integrations.hl7.support import ListenerThread, free_port, lab_world, oru
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,3 +174,41 @@ def test_the_same_message_on_two_connections_at_once_is_applied_once(listener: A
     assert "MSA|AA|TWICE" in first
     assert LabResult.objects.count() == 2
     assert Hl7ReceivedMessage.objects.count() == 1
+
+
+def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigterm(settings: Any) -> None:
+    """`manage.py hl7_listener` as the hl7-listener role runs it, against this test's database."""
+    Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
+    port = free_port()
+    database = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        "LOG_LEVEL": "WARNING",
+    }
+    process = subprocess.Popen(  # noqa: S603 - our own command line
+        [sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=Path(__file__).resolve().parents[3],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        text = "MSH|^~\\&|LIS|LAB|CLINIC|BLR|20261126||ORU^R01^ORU_R01|P1|P|2.4\rPID|1||X\r"
+        with MLLPClient("127.0.0.1", port) as client:
+            assert msa(hl7.parse(client.send_message(text))) == ("AR", "P1")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from clinic.celery import task_get
 from integrations.hl7 import client
@@ -60,14 +60,15 @@ def drains_enqueue(destination_ids: list[uuid.UUID], *, countdown: float = 0) ->
             return
 
 
-def hl7_messages_add(event: WebhookEvent) -> int:
-    """One message per active destination taking `event`'s kind; in the caller's transaction."""
-    if event.type not in MESSAGE_KINDS:
-        return 0
-    destinations = list(
-        Hl7Destination.objects.filter(is_active=True, event_types__contains=[event.type]).values_list("id", flat=True)
-    )
-    if not destinations:
+def hl7_destinations_matching(event_type: str) -> QuerySet[Hl7Destination]:
+    """Active destinations taking `event_type` (integrations.webhooks.events reads them in the statement that
+    finds the webhook subscriptions)."""
+    return Hl7Destination.objects.filter(is_active=True, event_types__contains=[event_type])
+
+
+def hl7_messages_add(event: WebhookEvent, destinations: list[uuid.UUID]) -> int:
+    """One message per destination (active, taking `event`'s kind); in the caller's transaction."""
+    if not destinations or event.type not in MESSAGE_KINDS:
         return 0
     label = MESSAGE_KINDS[event.type].label
     Hl7Message.objects.bulk_create(

@@ -283,6 +283,17 @@ def _field_problems(errors: dict[str, str], entries: list[tuple[ResultInput, _Ob
     return problems
 
 
+def _refusal(msh: er7.Segment) -> Problem | None:
+    """Why a message with a control id is not one we take (AR): its version or its type."""
+    if msh.get(12) not in VERSIONS:
+        return Problem("203", f"Version {msh.get(12)!r} is not accepted; send 2.5.1.", ("MSH", 1, 12))
+    if msh.get(9, 1) != "ORU":
+        return Problem("200", f"Only ORU^R01 is accepted, not {msh.get(9, 1)!r}.", ("MSH", 1, 9))
+    if msh.get(9, 2) != "R01":
+        return Problem("201", f"Only ORU^R01 is accepted, not ORU^{msh.get(9, 2)}.", ("MSH", 1, 9))
+    return None
+
+
 def message_handle(payload: bytes, *, peer: str | None = None) -> str:
     """The ACK (ER7) for one received payload; never raises."""
     try:
@@ -296,27 +307,9 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
         return ack_build(
             code="AR", control_id="", msh=msh, problems=[Problem("101", "MSH-10 is required.", ("MSH", 1, 10))]
         )
-    if msh.get(12) not in VERSIONS:
-        return ack_build(
-            code="AR",
-            control_id=control_id,
-            msh=msh,
-            problems=[Problem("203", f"Version {msh.get(12)!r} is not accepted; send 2.5.1.", ("MSH", 1, 12))],
-        )
-    if msh.get(9, 1) != "ORU":
-        return ack_build(
-            code="AR",
-            control_id=control_id,
-            msh=msh,
-            problems=[Problem("200", f"Only ORU^R01 is accepted, not {msh.get(9, 1)!r}.", ("MSH", 1, 9))],
-        )
-    if msh.get(9, 2) != "R01":
-        return ack_build(
-            code="AR",
-            control_id=control_id,
-            msh=msh,
-            problems=[Problem("201", f"Only ORU^R01 is accepted, not ORU^{msh.get(9, 2)}.", ("MSH", 1, 9))],
-        )
+    refusal = _refusal(msh)
+    if refusal is not None:
+        return ack_build(code="AR", control_id=control_id, msh=msh, problems=[refusal])
     key = {
         "sending_application": msh.get(3)[:180],
         "sending_facility": msh.get(4)[:180],

@@ -169,7 +169,7 @@ class ListenerThread:
         return self._thread is not None and self._thread.is_alive()
 
     def stop(self) -> None:
-        if self._loop is not None and self._stopped is not None:
+        if self._loop is not None and self._stopped is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._stopped.set)
         if self._thread is not None:
             self._thread.join(10)

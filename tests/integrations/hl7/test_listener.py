@@ -212,3 +212,39 @@ def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigt
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_an_imaging_report_and_an_amendment_and_a_listener_restart(listener: Any) -> None:
+    world = lab_world()
+    patient_id = world["patient"].patient_id
+    xray = world["items"]["XR-CHEST"].accession_number
+    report = oru("IMG1", xray, patient_id, [("TX", "18782-3", "No consolidation.~Heart size normal.", "")])
+    assert msa(send(listener, report)) == ("AA", "IMG1")
+    stored = LabResult.objects.get(item__accession_number=xray)
+    assert (stored.analyte_id, stored.value_text, stored.status) == (
+        None,
+        "No consolidation.\nHeart size normal.",
+        "final",
+    )
+
+    cbc = world["items"]["CBC"].accession_number
+    assert msa(send(listener, oru("F1", cbc, patient_id, [("NM", "HGB", "13", "g/dL")])))[0] == "AA"
+    over_final = send(listener, oru("F2", cbc, patient_id, [("NM", "HGB", "14", "g/dL")]))
+    assert msa(over_final)[0] == "AE"  # a final result is corrected only by an amendment
+    amended = oru("C1", cbc, patient_id, [("NM", "HGB", "14", "g/dL")], status="C") + "NTE|1||Sample re-run\r"
+    assert msa(send(listener, amended)) == ("AA", "C1")
+    versions = list(LabResult.objects.filter(analyte__code="HGB").order_by("version"))
+    assert [(v.version, v.status, v.current, v.reason) for v in versions] == [
+        (1, "final", False, ""),
+        (2, "amended", True, "Sample re-run"),
+    ]
+    assert WebhookEvent.objects.filter(type="lab_result.amended").count() == 1
+
+    # The listener restarts; a sender that never saw the ACK sends the message again: answered, not re-applied.
+    listener.stop()
+    restarted = ListenerThread().start()
+    try:
+        assert msa(send(restarted, amended)) == ("AA", "C1")
+    finally:
+        restarted.stop()
+    assert LabResult.objects.filter(analyte__code="HGB").count() == 2

@@ -377,6 +377,24 @@ CELERY_BEAT_SCHEDULE["relay-webhook-deliveries"] = {
 # Pharmacy (CONTRACT section 15): `stock.expiring` is published daily for batches expiring within this many
 # days; the beat runs it at 06:00 India time.
 PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minimum=1, maximum=730)
+# HL7 v2 over MLLP (integrations.hl7, CONTRACT section 17). Outbound: a destination's lease is held this long
+# beyond its connect and ACK timeouts, renewed before every message; one drain sends for at most
+# HL7_DRAIN_SECONDS, then queues the next. Inbound (manage.py hl7_listener): the size limit of one message,
+# the time a connection may take to deliver a whole frame (slow senders are closed), and open connections.
+HL7_CLAIM_LEASE_SECONDS = env_int("HL7_CLAIM_LEASE_SECONDS", 30, minimum=5, maximum=3600)
+HL7_DRAIN_SECONDS = env_int("HL7_DRAIN_SECONDS", 20, minimum=1, maximum=600)
+HL7_LISTENER_MAX_MESSAGE_BYTES = env_int(
+    "HL7_LISTENER_MAX_MESSAGE_BYTES", 1_048_576, minimum=1024, maximum=16 * 1_048_576
+)
+HL7_LISTENER_READ_TIMEOUT_SECONDS = env_int("HL7_LISTENER_READ_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
+HL7_LISTENER_MAX_CONNECTIONS = env_int("HL7_LISTENER_MAX_CONNECTIONS", 64, minimum=1, maximum=10_000)
+HL7_LISTENER_APPLICATION = env_str("HL7_LISTENER_APPLICATION", "CLINIC")
+HL7_LISTENER_FACILITY = env_str("HL7_LISTENER_FACILITY", "CLINIC")
+CELERY_BEAT_SCHEDULE["relay-hl7-messages"] = {
+    "task": "integrations.tasks.relay_hl7_messages",
+    "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
+    "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},
+}
 CELERY_BEAT_SCHEDULE["pharmacy-stock-expiring"] = {
     "task": "pharmacy.tasks.stock_expiring_notify",
     "schedule": crontab(minute=30, hour=0),

@@ -31,6 +31,10 @@ case "$1" in
   worker)
     exec celery -A clinic worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
     ;;
+  hl7-listener)
+    # HL7 v2 ORU^R01 results over MLLP (integrations/hl7/listener.py); SIGTERM finishes the messages in hand.
+    exec python manage.py hl7_listener --port "${HL7_LISTENER_PORT:-2575}"
+    ;;
   beat)
     # Schedule state and the singleton lock live in Redis (clinic/beat.py): no schedule file.
     exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}"

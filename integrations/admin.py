@@ -6,10 +6,15 @@ from oauth2_provider.models import get_grant_model, get_id_token_model, get_refr
 
 from integrations.clients.admin import ApiClientAdmin, AuditLogEntryAdmin
 from integrations.fhir.admin import ExportJobAdmin
+from integrations.hl7.admin import Hl7DestinationAdmin, Hl7MessageAdmin, Hl7ReceivedMessageAdmin, Hl7SenderAdmin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
     ExportJob,
+    Hl7Destination,
+    Hl7Message,
+    Hl7ReceivedMessage,
+    Hl7Sender,
     NotificationAttempt,
     NotificationSettings,
     WebhookDelivery,
@@ -31,3 +36,7 @@ admin.site.register(WebhookSubscription, WebhookSubscriptionAdmin)
 admin.site.register(WebhookDelivery, WebhookDeliveryAdmin)
 admin.site.register(WebhookEvent, WebhookEventAdmin)
 admin.site.register(ExportJob, ExportJobAdmin)
+admin.site.register(Hl7Destination, Hl7DestinationAdmin)
+admin.site.register(Hl7Message, Hl7MessageAdmin)
+admin.site.register(Hl7ReceivedMessage, Hl7ReceivedMessageAdmin)
+admin.site.register(Hl7Sender, Hl7SenderAdmin)

@@ -3,6 +3,7 @@
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
 from integrations.fhir.models import ExportJob
+from integrations.hl7.models import Hl7Attempt, Hl7Destination, Hl7Message, Hl7ReceivedMessage, Hl7Sender
 from integrations.notifications.models import NotificationAttempt, NotificationOutboxMessage, NotificationSettings
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
@@ -10,6 +11,11 @@ __all__ = [
     "ApiClient",
     "AuditLogEntry",
     "ExportJob",
+    "Hl7Attempt",
+    "Hl7Destination",
+    "Hl7Message",
+    "Hl7ReceivedMessage",
+    "Hl7Sender",
     "IdempotencyRecord",
     "NotificationAttempt",
     "NotificationOutboxMessage",

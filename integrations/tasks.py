@@ -15,6 +15,7 @@ from oauth2_provider.models import get_access_token_model
 
 from clinic.api import audit_buffer, idempotency
 from integrations.fhir import services as fhir_services
+from integrations.hl7 import outbox as hl7_outbox
 from integrations.notifications import outbox
 from integrations.webhooks import delivery
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent
@@ -54,7 +55,9 @@ def relay_webhook_deliveries() -> int:
 def purge_webhook_events() -> int:
     """Delete events older than WEBHOOK_RETENTION_DAYS whose deliveries are all finished."""
     cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_RETENTION_DAYS)
-    unfinished = Q(deliveries__status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.DELIVERING])
+    unfinished = Q(deliveries__status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.DELIVERING]) | Q(
+        hl7_messages__status="pending"
+    )
     old = WebhookEvent.objects.filter(created_at__lt=cutoff).exclude(unfinished)
     deleted, _ = WebhookEvent.objects.filter(pk__in=old.values("pk")).delete()
     return deleted
@@ -93,3 +96,18 @@ def relay_notifications() -> int:
 def purge_notification_outbox() -> int:
     """Delete outbox messages finished more than WEBHOOK_RETENTION_DAYS ago (the attempt log stays)."""
     return outbox.notification_outbox_purge(older_than=timezone.now() - timedelta(days=settings.WEBHOOK_RETENTION_DAYS))
+
+
+# --- HL7 v2 outbound (integrations.hl7.outbox) --------------------------------------------------------------
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def hl7_destination_drain(destination_id: str) -> int:
+    """Send one destination's due HL7 messages in order; a duplicated message finds the lease held and stops."""
+    return hl7_outbox.destination_drain(destination_id=uuid.UUID(destination_id)).acknowledged
+
+
+@shared_task(ignore_result=True)
+def relay_hl7_messages() -> int:
+    """Queue a drain for every destination whose first pending message is due and whose lease is free."""
+    return hl7_outbox.hl7_relay()

@@ -111,6 +111,10 @@ def test_the_admin_index_groups_models_by_app_under_readable_names(admin_client)
         "API clients",
         "Audit log",
         "Export jobs",
+        "HL7 destinations",
+        "HL7 messages",
+        "HL7 received messages",
+        "HL7 senders",
         "Notification attempts",
         "Notification settings",
         "Webhook deliveries",
@@ -220,6 +224,22 @@ def _lab_order_row() -> None:
     )
 
 
+def _hl7_message_row() -> None:
+    from integrations.hl7.models import Hl7Destination
+    from integrations.webhooks.events import event_publish
+
+    Hl7Destination.objects.get_or_create(
+        name="LIS",
+        defaults={
+            "host": "127.0.0.1",
+            "port": 9,
+            "event_types": ["appointment.no_show"],
+            "receiving_application": "LIS",
+        },
+    )
+    event_publish(event_type="appointment.no_show", payload={"appointment": {}})
+
+
 ROWS: dict[str, Callable[[], Any]] = {
     "patients/patient": PatientFactory,
     "patients/visit": VisitFactory,
@@ -239,6 +259,7 @@ ROWS: dict[str, Callable[[], Any]] = {
     "integrations/webhookevent": _delivery_row,
     "integrations/notificationattempt": _notification_row,
     "lab/laborder": _lab_order_row,
+    "integrations/hl7message": _hl7_message_row,
 }
 
 

@@ -14,8 +14,10 @@ import uuid
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet, Value
 
+from integrations.hl7.kinds import MESSAGE_KINDS as hl7_message_kinds
+from integrations.hl7.outbox import hl7_destinations_matching, hl7_messages_add
 from integrations.webhooks import clock
 from integrations.webhooks.dispatch import deliveries_enqueue
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
@@ -24,14 +26,38 @@ from integrations.webhooks.registry import event_kind_get
 logger = logging.getLogger("integrations.webhooks.events")
 
 
-def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> list[uuid.UUID]:
-    """Active subscriptions to `event_type` whose branch filter is empty or includes `branch_id`."""
+def _subscriptions(*, event_type: str, branch_id: uuid.UUID | None) -> QuerySet[WebhookSubscription]:
     subscriptions = WebhookSubscription.objects.filter(is_active=True, event_types__contains=[event_type])
     if branch_id is None:
-        subscriptions = subscriptions.filter(branches__isnull=True)
-    else:
-        subscriptions = subscriptions.filter(Q(branches__isnull=True) | Q(branches=branch_id))
-    return list(subscriptions.values_list("id", flat=True).distinct())
+        return subscriptions.filter(branches__isnull=True)
+    return subscriptions.filter(Q(branches__isnull=True) | Q(branches=branch_id))
+
+
+def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> list[uuid.UUID]:
+    """Active subscriptions to `event_type` whose branch filter is empty or includes `branch_id`."""
+    return list(_subscriptions(event_type=event_type, branch_id=branch_id).values_list("id", flat=True).distinct())
+
+
+def _recipients(*, event_type: str, branch_id: uuid.UUID | None) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """(matching webhook subscriptions, matching HL7 destinations), in one statement (UNION ALL), so the HL7
+    channel costs a change no extra round trip."""
+    subscriptions = (
+        _subscriptions(event_type=event_type, branch_id=branch_id)
+        .annotate(channel=Value("webhook"))
+        .values_list("id", "channel")
+        .order_by()
+        .distinct()
+    )
+    if event_type not in hl7_message_kinds:
+        return [row[0] for row in subscriptions], []
+    destinations = (
+        hl7_destinations_matching(event_type).annotate(channel=Value("hl7")).values_list("id", "channel").order_by()
+    )
+    webhooks: list[uuid.UUID] = []
+    hl7: list[uuid.UUID] = []
+    for recipient_id, channel in subscriptions.union(destinations, all=True):
+        (webhooks if channel == "webhook" else hl7).append(recipient_id)
+    return webhooks, hl7
 
 
 def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None = None) -> uuid.UUID:
@@ -46,7 +72,7 @@ def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.U
 # is nothing to recover to (and every change saves two round trips).
 @transaction.atomic(savepoint=False)
 def _event_write(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None) -> uuid.UUID:
-    subscription_ids = subscriptions_matching(event_type=event_type, branch_id=branch_id)
+    subscription_ids, hl7_destination_ids = _recipients(event_type=event_type, branch_id=branch_id)
     now = clock.now()
     event = WebhookEvent.objects.create(type=event_type, payload=payload, branch_ref=branch_id, created_at=now)
     deliveries = WebhookDelivery.objects.bulk_create(
@@ -60,5 +86,7 @@ def _event_write(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UU
         for subscription_id in subscription_ids
     )
     deliveries_enqueue([(delivery.pk, None) for delivery in deliveries])
-    logger.info("event %s %s: %d deliveries", event.id, event_type, len(deliveries))
+    # The HL7 v2 destinations take their messages from the same event, in the same transaction.
+    hl7_messages = hl7_messages_add(event, hl7_destination_ids)
+    logger.info("event %s %s: %d deliveries, %d HL7 messages", event.id, event_type, len(deliveries), hl7_messages)
     return event.id

@@ -15,6 +15,7 @@ from appointments.devdata.demo import seed_demo_schedule
 from appointments.models import Appointment, WeeklySession
 from billing.devdata.demo import seed_demo_billing
 from clinic.models import Branch, Department, Doctor
+from integrations.hl7.models import Hl7Destination
 from lab.devdata.demo import seed_demo_lab
 from lab.devdata.demo_orders import seed_demo_lab_orders
 from patients.devdata.demo import seed_demo_patients
@@ -127,6 +128,21 @@ class Command(BaseCommand):
                 for p in patients
             ],
         }
+        # CONTRACT section 10: an inactive HL7 destination (enable it in the admin to try the channel).
+        hl7_destination, _ = Hl7Destination.objects.get_or_create(
+            name="Demo LIS (inactive)",
+            defaults={
+                "host": "127.0.0.1",
+                "port": 2575,
+                "event_types": ["lab_order.created", "lab_order.cancelled"],
+                "receiving_application": "LIS",
+                "receiving_facility": "DEMOLAB",
+                "is_active": False,
+            },
+        )
+        manifest["hl7_destinations"] = [
+            {"id": str(hl7_destination.id), "name": hl7_destination.name, "active": hl7_destination.is_active}
+        ]
         manifest.update(billing)
         manifest.update(lab)
         manifest.update(pharmacy)

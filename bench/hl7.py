@@ -1,0 +1,251 @@
+"""HL7 v2 over MLLP: ORU^R01 ingest by the listener and outbound throughput to a local receiver.
+
+    .venv/bin/python bench/hl7.py [--oru 300] [--connections 4] [--outbound 1000]
+
+Uses its own database (clinic_bench_hl7). Short on purpose (the development machine is shared):
+- ingest: the real listener (integrations.hl7.listener, 4 database threads) in this process; `--connections`
+  client connections each send ORU^R01 messages one after the other (each waits for its ACK, as MLLP does),
+  every message carrying 10 results for its own collected order; every ACK must be AA.
+- outbound: `--outbound` appointment events published (each writes its HL7 message with the event), then one
+  drain sends them in order over one MLLP connection to a local receiver answering AA at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from harness import RESULTS, ROOT, free_port, percentile, prepare
+
+VT, FS = b"\x0b", b"\x1c\r"
+
+
+def mllp_exchange(sock: socket.socket, text: str) -> bytes:
+    sock.sendall(VT + text.encode() + FS)
+    data = b""
+    while not data.endswith(FS):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def ack_receiver(port: int, stop: threading.Event) -> None:
+    """A minimal MLLP receiver answering AA to every message with its control id."""
+
+    def serve(conn: socket.socket) -> None:
+        buffer = b""
+        with conn:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                while FS in buffer:
+                    frame, buffer = buffer.split(FS, 1)
+                    msh = frame.lstrip(VT).split(b"\r", 1)[0].split(b"|")
+                    ack = (
+                        b"MSH|^~\\&|RCV|RCV|CLINIC|CLINIC|20260101||ACK^S12^ACK|A"
+                        + msh[9]
+                        + b"|P|2.5.1\rMSA|AA|"
+                        + msh[9]
+                        + b"\r"
+                    )
+                    conn.sendall(VT + ack + FS)
+
+    with socket.create_server(("127.0.0.1", port)) as server:
+        server.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+def ingest(count: int, connections: int) -> dict[str, Any]:
+    from django.utils import timezone
+
+    from integrations.hl7.listener import Listener
+    from integrations.hl7.models import Hl7Sender
+    from lab import services
+    from lab.models import Priority, RangeSex, ReferenceRange
+    from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+    from tests.lab.order_factories import AnalyteFactory, LabTestFactory
+    from tests.patients.factories import PatientFactory
+
+    code = f"B{time.time_ns() % 10**8}"
+    branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
+    panel: Any = LabTestFactory(code=f"P{code}", name="Bench panel")
+    for n in range(10):
+        analyte: Any = AnalyteFactory(test=panel, code=f"AN{n}", unit="g/dL", position=n)
+        ReferenceRange.objects.create(
+            analyte=analyte, sex=RangeSex.ANY, age_min_days=0, low=Decimal(10), high=Decimal(20)
+        )
+    doctor: Any = DoctorFactory(department=DepartmentFactory())
+    doctor.branches.add(branch)
+    patient: Any = PatientFactory(
+        patient_id=f"BENCH-{code}",
+        registration_branch=branch,
+        date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
+    )
+    accessions = []
+    for _ in range(count):
+        order = services.lab_order_create(
+            branch=branch, patient=patient, doctor=doctor, tests=[panel], priority=Priority.ROUTINE, ordered_by="bench"
+        )
+        services.lab_order_collect(order=order)
+        accessions.append(order.items.get().accession_number)
+    Hl7Sender.objects.get_or_create(name="bench", defaults={"networks": ["127.0.0.1/32"]})
+    now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
+
+    def oru(n: int, accession: str) -> str:
+        lines = [
+            f"MSH|^~\\&|BENCH|LAB|CLINIC|{code}|{now}||ORU^R01^ORU_R01|{code}-{n}|P|2.5.1",
+            f"PID|1||{patient.patient_id}",
+            f"ORC|RE|{accession}",
+            f"OBR|1|{accession}||{panel.code}|||{now}",
+        ] + [f"OBX|{i + 1}|NM|AN{i}||{12 + i % 5}.{n % 10}|g/dL|||||F|||{now}||^Bench^B" for i in range(10)]
+        return "\r".join(lines) + "\r"
+
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    stopped = threading.Event()
+    listener = Listener(host="127.0.0.1", port=port, threads=4)
+
+    def run() -> None:
+        async def main() -> None:
+            await listener.start()
+            while not stopped.is_set():
+                await asyncio.sleep(0.1)
+            await listener.stop()
+
+        loop.run_until_complete(main())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    latencies: list[float] = []
+    codes: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def client(part: list[tuple[int, str]]) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            for n, accession in part:
+                started = time.perf_counter()
+                ack = mllp_exchange(sock, oru(n, accession))
+                took = (time.perf_counter() - started) * 1000
+                ack_code = ack.split(b"MSA|", 1)[1][:2].decode()
+                with lock:
+                    latencies.append(took)
+                    codes[ack_code] = codes.get(ack_code, 0) + 1
+
+    work = list(enumerate(accessions))
+    parts = [work[i::connections] for i in range(connections)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(connections) as pool:
+        list(pool.map(client, parts))
+    elapsed = time.perf_counter() - started
+    stopped.set()
+    thread.join(10)
+    return {
+        "run": f"ORU^R01 ingest, 10 results each, {connections} connections",
+        "messages": count,
+        "per_s": round(count / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.5), 1),
+        "p95_ms": round(percentile(latencies, 0.95), 1),
+        "acks": codes,
+    }
+
+
+def outbound(count: int) -> dict[str, Any]:
+    from django.db import transaction
+
+    from integrations.hl7 import outbox
+    from integrations.hl7.models import Hl7Destination, Hl7Message
+    from integrations.webhooks.events import event_publish
+
+    Hl7Message.objects.all().delete()
+    Hl7Destination.objects.all().delete()
+    stop = threading.Event()
+    port = free_port()
+    threading.Thread(target=ack_receiver, args=(port, stop), daemon=True).start()
+    time.sleep(0.3)
+    destination = Hl7Destination.objects.create(
+        name="bench", host="127.0.0.1", port=port, event_types=["appointment.booked"], receiving_application="RCV"
+    )
+    payload = {
+        "appointment": {
+            "appointment_id": "6f1c5a0e-0000-4000-8000-000000000001",
+            "patient_id": "PAT-000001",
+            "patient": {"id": "6f1c5a0e-0000-4000-8000-000000000002", "name": "Asha Rao"},
+            "doctor": {"id": "6f1c5a0e-0000-4000-8000-000000000003", "name": "Dr Ravi Kumar", "department": "General"},
+            "slot_start": "2026-12-01T09:00:00+05:30",
+            "slot_end": "2026-12-01T09:15:00+05:30",
+            "visit_type": "consultation",
+        }
+    }
+    original = outbox.drains_enqueue
+    setattr(outbox, "drains_enqueue", lambda *args, **kwargs: None)  # noqa: B010 - this bench drains itself
+    try:
+        with transaction.atomic():
+            for _ in range(count):
+                event_publish(event_type="appointment.booked", payload=payload)
+    finally:
+        setattr(outbox, "drains_enqueue", original)  # noqa: B010
+    started = time.perf_counter()
+    result = outbox.destination_drain(destination_id=destination.pk, budget_seconds=600)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    return {
+        "run": "outbound SIU^S12 to a local receiver, one destination, in order",
+        "messages": result.acknowledged,
+        "per_s": round(result.acknowledged / elapsed, 1),
+        "p50_ms": None,
+        "p95_ms": None,
+        "acks": {"AA": result.acknowledged, "not acknowledged": count - result.acknowledged},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--oru", type=int, default=300)
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--outbound", type=int, default=1000)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
+    os.environ["LOG_LEVEL"] = "WARNING"
+    server = prepare(database="clinic_bench_hl7")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    import logging
+
+    logging.disable(logging.INFO)
+    rows = [ingest(args.oru, args.connections), outbound(args.outbound)]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "hl7.json").write_text(json.dumps(rows, indent=2))
+    lines = ["| run | messages | messages/s | p50 ms | p95 ms | ACKs |", "|---|---|---|---|---|---|"]
+    lines += [
+        f"| {r['run']} | {r['messages']} | {r['per_s']} | {r['p50_ms'] or '-'} | {r['p95_ms'] or '-'} | {r['acks']} |"
+        for r in rows
+    ]
+    print("\n".join(lines))
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

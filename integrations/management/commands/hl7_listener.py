@@ -1,0 +1,26 @@
+"""python manage.py hl7_listener [--host 0.0.0.0] [--port 2575] [--threads 4]
+
+Accepts ORU^R01 over MLLP from the senders allowed in the admin (HL7 senders) and applies the results
+(integrations.hl7.inbound). Stops on SIGTERM after finishing the messages in hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from integrations.hl7.listener import listener_run
+
+
+class Command(BaseCommand):
+    help = "Run the HL7 v2 MLLP listener (ORU^R01 results)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="0.0.0.0")  # noqa: S104 - a listener serves the network
+        parser.add_argument("--port", type=int, default=2575)
+        parser.add_argument("--threads", type=int, default=4, help="Threads applying messages (database work).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.stdout.write(f"HL7 listener on {options['host']}:{options['port']}")
+        self.stdout.flush()
+        listener_run(host=options["host"], port=options["port"], threads=options["threads"])

@@ -1,0 +1,231 @@
+"""Independent HL7 parts for the tests: an MLLP receiver built on the `hl7` package (its asyncio server,
+answering each message with an ACK made by `hl7`), the clinic's listener in a thread on a free port, hl7apy
+validation of what we emit, and a small lab world."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import hl7
+from django.utils import timezone
+from hl7.mllp import start_hl7_server
+from hl7apy.consts import VALIDATION_LEVEL
+from hl7apy.parser import parse_message
+from hl7apy.validation import Validator
+
+from integrations.hl7.listener import Listener
+from lab import services
+from lab.models import Priority, RangeSex, ReferenceRange
+from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.lab.order_factories import AnalyteFactory, LabTestFactory, imaging_test
+from tests.patients.factories import PatientFactory
+
+D = Decimal
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def hl7apy_validate(er7: str) -> None:
+    """Strict hl7apy validation of the 2.5.1 structure. hl7apy reads ORM_O01's choice group (OBR | RQD | RQ1 |
+    RXO | ODS | ODT) as a sequence and asks for all six; with an OBR present, those five are not errors."""
+    message = parse_message(er7, validation_level=VALIDATION_LEVEL.STRICT, find_groups=True)
+    with tempfile.NamedTemporaryFile("r", suffix=".txt") as report:
+        with contextlib.suppress(Exception):  # the report holds every error
+            Validator.validate(message, reference=message.reference, report_file=report.name)
+        lines = [line for line in Path(report.name).read_text().splitlines() if line.startswith("Error")]
+    choice = "ORM_O01_OBRRQDRQ1RXOODSODT_SUPPGRP."
+    real = [line for line in lines if not (choice in line and "\rOBR|" in er7.replace("\n", "\r"))]
+    assert not real, real
+
+
+class Receiver:
+    """An MLLP receiver on the `hl7` package: `codes` decides the ACK code of each message (default AA);
+    `received` keeps every message (ER7) in arrival order. stop() and start() again on the same port
+    simulate a restart."""
+
+    def __init__(self, port: int | None = None, codes: Callable[[str], str] | None = None, delay: float = 0) -> None:
+        self.port = port or free_port()
+        self.codes = codes or (lambda text: "AA")
+        self.delay = delay
+        self.received: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: Any = None
+
+    def control_ids(self) -> list[str]:
+        return [str(hl7.parse(text).segment("MSH")(10)) for text in self.received]
+
+    async def _handle(self, reader: Any, writer: Any) -> None:
+        try:
+            while not writer.is_closing():
+                message = await reader.readmessage()
+                text = str(message)
+                self.received.append(text)
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                code = self.codes(text)
+                if code == "none":
+                    continue  # no answer at all: the sender's timeout
+                writer.writemessage(message.create_ack(ack_code=code))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def start(self) -> Receiver:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def main() -> None:
+                self._server = await start_hl7_server(self._handle, host="127.0.0.1", port=self.port)
+                ready.set()
+                async with self._server:
+                    await self._server.serve_forever()
+
+            try:
+                loop.run_until_complete(main())
+            except asyncio.CancelledError:
+                pass
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        assert ready.wait(5)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._server is not None:
+            loop, server = self._loop, self._server
+
+            def shutdown() -> None:
+                server.close()
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+
+            loop.call_soon_threadsafe(shutdown)
+        if self._thread is not None:
+            self._thread.join(5)
+        self._loop = self._server = self._thread = None
+
+
+class ListenerThread:
+    """The clinic's listener (integrations.hl7.listener.Listener) on a free port in its own thread."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self) -> ListenerThread:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def main() -> None:
+                self._stopped = asyncio.Event()
+                listener = Listener(host="127.0.0.1", port=self.port, threads=2)
+                await listener.start()
+                ready.set()
+                await self._stopped.wait()
+                await listener.stop(grace=2)
+
+            try:
+                loop.run_until_complete(main())
+            except BaseException as exc:  # surfaced by the tests
+                self.error = exc
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        assert ready.wait(5)
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopped is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stopped.set)
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def lab_world() -> dict[str, Any]:
+    """BLR with a CBC (HGB, PLT with ranges and critical limits) and a chest X-ray; a collected order."""
+    blr = BranchFactory(code="BLR", state="Karnataka", time_zone="Asia/Kolkata")
+    cbc = LabTestFactory(code="CBC", name="Complete blood count")
+    hgb = AnalyteFactory(test=cbc, code="HGB", unit="g/dL", critical_low=D("7"), critical_high=D("20"), position=0)
+    plt = AnalyteFactory(
+        test=cbc, code="PLT", unit="10*3/uL", critical_low=D("20"), critical_high=D("1000"), position=1
+    )
+    ReferenceRange.objects.create(analyte=hgb, sex=RangeSex.ANY, age_min_days=0, low=D("12"), high=D("15.5"))
+    ReferenceRange.objects.create(analyte=plt, sex=RangeSex.ANY, age_min_days=0, low=D("150"), high=D("450"))
+    xray = imaging_test(code="XR-CHEST", name="Chest X-ray")
+    patient = PatientFactory(
+        registration_branch=blr, gender="female", date_of_birth=timezone.localdate() - timedelta(days=30 * 365)
+    )
+    doctor = DoctorFactory(department=DepartmentFactory())
+    doctor.branches.add(blr)
+    order = services.lab_order_create(
+        branch=blr, patient=patient, doctor=doctor, tests=[cbc, xray], priority=Priority.ROUTINE, ordered_by="test"
+    )
+    services.lab_order_collect(order=order)
+    items = {item.test.code: item for item in order.items.select_related("test")}
+    return {"blr": blr, "patient": patient, "doctor": doctor, "order": order, "cbc": cbc, "xray": xray, "items": items}
+
+
+def oru(
+    control_id: str,
+    accession: str,
+    patient_id: str,
+    observations: list[tuple[str, str, str, str]],
+    *,
+    status: str = "F",
+    version: str = "2.5.1",
+) -> str:
+    """An ORU^R01 as a lab system writes it: one OBR for the accession number, one OBX per
+    (type, code, value, unit)."""
+    now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
+    lines = [
+        f"MSH|^~\\&|LIS|CITYLAB|CLINIC|BLR|{now}||ORU^R01^ORU_R01|{control_id}|P|{version}",
+        f"PID|1||{patient_id}^^^BLR^MR||Doe^Jane",
+        f"ORC|RE|{accession}^CLINIC|{accession}^LIS",
+        f"OBR|1|{accession}^CLINIC|{accession}^LIS|CBC^Complete blood count^L|||{now}",
+    ]
+    for number, (value_type, code, value, unit) in enumerate(observations, start=1):
+        lines.append(f"OBX|{number}|{value_type}|{code}^{code}^L||{value}|{unit}|||||{status}|||{now}||^Menon^K")
+    return "\r".join(lines) + "\r"

@@ -1,10 +1,15 @@
-"""A revoked token, a deactivated client and a narrowed branch list hold on the very next request on every
-process (issue 21): a real gunicorn with two workers, each warmed with requests of the token first, and the
-change made by this test process through the API and the services, never through the workers."""
+"""What the request path promises across processes (issue 21), on a real gunicorn with two workers:
+
+- a revoked token, a deactivated client and a narrowed branch list hold on the very next request on every
+  worker (each warmed with requests of the token first; the change made by this test process through the
+  API and the services, never through the workers);
+- the audit row of a request is committed before its response leaves: none is lost when every worker is
+  SIGKILLed right after answering."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +23,7 @@ import requests
 from django.test import Client
 
 from integrations.clients.services import api_client_set_active
-from integrations.models import ApiClient
+from integrations.models import ApiClient, AuditLogEntry
 from tests.factories import BranchFactory
 from tests.worker import _test_database_url
 
@@ -35,7 +40,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+def gunicorn(django_db_setup: Any, django_db_blocker: Any) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with django_db_blocker.unblock():
@@ -54,10 +59,33 @@ def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
             except (requests.ConnectionError, requests.Timeout):
                 assert time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.2)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         process.wait(30)
+
+
+def _serving(base: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(f"{base}/healthz", timeout=5).status_code == 200:
+                return
+        except (requests.ConnectionError, requests.Timeout):
+            pass
+        assert time.monotonic() < deadline, "gunicorn did not come back"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def server(gunicorn: tuple[str, subprocess.Popen[bytes]]) -> str:
+    _serving(gunicorn[0])  # workers a test killed have been replaced
+    return gunicorn[0]
+
+
+def _workers(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [int(pid) for pid in children]
 
 
 def _get(base: str, path: str, token: str) -> requests.Response:
@@ -136,3 +164,23 @@ def test_a_branch_restriction_changed_in_another_process_applies_on_the_very_nex
 
     api_client.branches.set([north, south])
     assert [b["code"] for b in _get(server, "/api/v1/branches", token).json()] == ["NTH", "STH"]
+
+
+def test_the_audit_row_survives_every_worker_killed_right_after_the_response(
+    gunicorn: tuple[str, subprocess.Popen[bytes]], server: str, api_client_factory: Any, issue_token: Any
+) -> None:
+    token = issue_token(api_client_factory(scopes=["appointments:read"]))
+    for n in range(3):
+        request_id = f"sigkill-{n}-{time.time_ns()}"
+        response = requests.get(
+            f"{server}/api/v1/branches",
+            headers={"Authorization": f"Bearer {token}", "X-Request-ID": request_id, "Connection": "close"},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        for pid in _workers(gunicorn[1].pid):
+            os.kill(pid, signal.SIGKILL)
+
+        rows = list(AuditLogEntry.objects.filter(request_id=request_id).values_list("status", "route"))
+        assert rows == [(200, "api/v1/branches")]
+        _serving(server)

@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
 os.environ["DEBUG"] = "false"
 os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+from harness import bench_client  # noqa: E402 - after the path and environment above
 
 Call = Callable[[], tuple[int, bytes]]
 
@@ -142,6 +144,7 @@ def profile(name: str, calls: list[Call], count: int) -> None:
 
 def build(app: Any, count: int) -> dict[str, tuple[list[Call], int]]:
     from django.core.management import call_command
+    from django.utils import timezone
 
     from appointments.models import Appointment
     from clinic.models import Doctor
@@ -149,19 +152,7 @@ def build(app: Any, count: int) -> dict[str, tuple[list[Call], int]]:
 
     if not Patient.objects.exists():
         call_command("seed_demo", stdout=io.StringIO())
-    out = io.StringIO()
-    call_command(
-        "create_api_client",
-        "--name",
-        f"floor-{time.time_ns()}",
-        "--scopes",
-        "patients:read appointments:read appointments:write",
-        "--rate-limit",
-        "100000",
-        "--json",
-        stdout=out,
-    )
-    client = json.loads(out.getvalue())
+    client = bench_client("patients:read appointments:read appointments:write")
     basic = base64.b64encode(f"{client['client_id']}:{client['client_secret']}".encode()).decode()
     token_env = environ(
         "POST",
@@ -180,7 +171,8 @@ def build(app: Any, count: int) -> dict[str, tuple[list[Call], int]]:
     # Bookings: distinct free cells (from the slots API) on days past every existing appointment, each with
     # a patient in turn; one more call than measured, so none is repeated.
     last = Appointment.objects.order_by("-local_date").values_list("local_date", flat=True).first()
-    day = max(last or date.today(), date.today()) + timedelta(days=7)
+    today = timezone.localdate()
+    day = max(last or today, today) + timedelta(days=7)
     cells: list[dict[str, str]] = []
     doctors = list(Doctor.objects.filter(is_active=True).prefetch_related("branches"))
     while len(cells) < count + 40:

@@ -61,7 +61,7 @@ def _insert_statement() -> str:
     table = AuditLogEntry._meta.db_table
     columns = ", ".join(connection.ops.quote_name(name) for name in _COLUMNS)
     values = ", ".join(_CASTS.get(name, "%s") for name in _COLUMNS)
-    return f"INSERT INTO {connection.ops.quote_name(table)} ({columns}) VALUES ({values})"
+    return f"INSERT INTO {connection.ops.quote_name(table)} ({columns}) VALUES ({values})"  # noqa: S608 - fixed identifiers
 
 
 _COLUMNS = (

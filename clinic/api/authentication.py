@@ -9,9 +9,9 @@ from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication
+from oauth2_provider.models import AbstractAccessToken
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauthlib.common import urldecode
-from oauth2_provider.models import AbstractAccessToken
 from rest_framework.request import Request
 
 from clinic.api.bearer import access_token_load
@@ -36,7 +36,7 @@ def request_client(request: Request) -> ApiClient:
 def _check_query_encoding(request: HttpRequest) -> None:
     """oauthlib refuses a query string with a malformed percent escape while parsing the request, which the
     toolkit turns into SuspiciousOperation (a 400); the same, without building oauthlib's request."""
-    query = urlsplit(OAuthLibCore._get_escaped_full_path(None, request)).query  # type: ignore[arg-type]
+    query = urlsplit(OAuthLibCore._get_escaped_full_path(None, request)).query
     if query:
         try:
             urldecode(query)
@@ -62,36 +62,38 @@ class ApiClientAuthentication(OAuth2Authentication):
             return None
         # The toolkit reads request.POST; on the DRF request that would parse the JSON body before the
         # client is even known (a malformed body would then hide the 401). The Django request does not.
-        result = self._authenticate_bearer(request._request, credentials)
+        result, error = self._authenticate_bearer(request._request, credentials)
         context = request_context(request)
-        # The toolkit leaves its reason on the Django request (its protocol, not ours).
-        context.oauth2_error = getattr(request._request, "oauth2_error", None) or {}
+        context.oauth2_error = error
         if result is not None:
             context.client = result[1].application
             current_client_id.set(str(context.client.client_id))  # on this request's log lines
         return result
 
-    def _authenticate_bearer(self, request: HttpRequest, token: str) -> tuple[Any, Any] | None:
+    def _authenticate_bearer(self, request: HttpRequest, token: str) -> tuple[tuple[Any, Any] | None, dict[str, Any]]:
         """What the toolkit's resource-server check decides (oauthlib's BearerToken and the toolkit's
-        validate_bearer_token), with the token, its client and the client's branches read in one statement
-        (clinic.api.bearer). The toolkit still decides the cases this service never issues: a token in the
-        query string, a token restricted to a resource (RFC 8707)."""
+        validate_bearer_token), and its reason for a refusal, with the token, its client and the client's
+        branches read in one statement (clinic.api.bearer). The toolkit itself still decides the cases this
+        service never issues: a token in the query string, a token restricted to a resource (RFC 8707)."""
         if "access_token" in request.GET:
-            return super().authenticate(request)
+            return self._toolkit(request)
         _check_query_encoding(request)
         access_token = access_token_load(token)
         if access_token is not None and access_token.resource:
-            return super().authenticate(request)
+            return self._toolkit(request)
+        invalid = {"error": "invalid_token", "error_description": _("The access token is invalid.")}
         if access_token is None:
-            request.oauth2_error = {"error": "invalid_token", "error_description": _("The access token is invalid.")}
-            return None
-        if access_token.is_expired():
-            request.oauth2_error = {"error": "invalid_token", "error_description": _("The access token has expired.")}
-            return None
+            return None, invalid
+        if access_token.is_expired():  # before the client, as the toolkit decides
+            return None, {"error": "invalid_token", "error_description": _("The access token has expired.")}
         if not access_token.application.is_usable(request):
-            request.oauth2_error = {"error": "invalid_token", "error_description": _("The access token is invalid.")}
-            return None
-        return access_token.user, access_token
+            return None, invalid
+        return (access_token.user, access_token), {}
+
+    def _toolkit(self, request: HttpRequest) -> tuple[tuple[Any, Any] | None, dict[str, Any]]:
+        result = super().authenticate(request)
+        # The toolkit leaves its reason on the Django request (its protocol, not ours).
+        return result, getattr(request, "oauth2_error", None) or {}
 
     def authenticate_header(self, request: Request) -> str:
         error = request_context(request).oauth2_error

@@ -26,7 +26,6 @@ from oauth2_provider.models import AccessToken
 from clinic.selectors import client_branch_ids_known
 from integrations.models import ApiClient
 
-
 Converter = Callable[[Any], Any]
 
 
@@ -42,7 +41,10 @@ def _converters(model: type[Model]) -> list[Converter | None]:
 
 
 def _values(row: Sequence[Any], converters: list[Converter | None]) -> list[Any]:
-    return [value if convert is None or value is None else convert(value) for value, convert in zip(row, converters)]
+    return [
+        value if convert is None or value is None else convert(value)
+        for value, convert in zip(row, converters, strict=True)
+    ]
 
 
 @cache
@@ -50,18 +52,16 @@ def _statement() -> tuple[str, list[str], list[str]]:
     token_fields = [f.attname for f in AccessToken._meta.concrete_fields]
     client_fields = [f.attname for f in ApiClient._meta.concrete_fields]
     through = ApiClient.branches.through._meta
-    branch_fk = ApiClient._meta.get_field("branches").m2m_reverse_name()  # type: ignore[union-attr]
-    client_fk = ApiClient._meta.get_field("branches").m2m_column_name()  # type: ignore[union-attr]
+    branch_fk = ApiClient._meta.get_field("branches").m2m_reverse_name()
+    client_fk = ApiClient._meta.get_field("branches").m2m_column_name()
     quote = connection.ops.quote_name
+    token_columns = ", ".join(f"t.{quote(c)}" for c in token_fields)
+    client_columns = ", ".join(f"a.{quote(c)}" for c in client_fields)
+    branches = f"ARRAY(SELECT b.{quote(branch_fk)} FROM {quote(through.db_table)} b WHERE b.{quote(client_fk)} = a.id)"  # noqa: S608
+    # Identifiers from the models' metadata, quoted; the one value is a parameter.
     sql = (
-        "SELECT "
-        + ", ".join(f"t.{quote(c)}" for c in token_fields)
-        + ", "
-        + ", ".join(f"a.{quote(c)}" for c in client_fields)
-        + f", ARRAY(SELECT b.{quote(branch_fk)} FROM {quote(through.db_table)} b WHERE b.{quote(client_fk)} = a.id)"
-        + f" FROM {quote(AccessToken._meta.db_table)} t"
-        + f" JOIN {quote(ApiClient._meta.db_table)} a ON a.id = t.{quote('application_id')}"
-        + " WHERE t.token_checksum = %s"
+        f"SELECT {token_columns}, {client_columns}, {branches} FROM {quote(AccessToken._meta.db_table)} t "  # noqa: S608
+        f"JOIN {quote(ApiClient._meta.db_table)} a ON a.id = t.{quote('application_id')} WHERE t.token_checksum = %s"
     )
     return sql, token_fields, client_fields
 

@@ -90,7 +90,9 @@ def _workers(master: int) -> list[int]:
 
 def _get(base: str, path: str, token: str) -> requests.Response:
     # A new connection per request, so both workers answer over the warm-up.
-    return requests.get(f"{base}{path}", headers={"Authorization": f"Bearer {token}", "Connection": "close"}, timeout=30)
+    return requests.get(
+        f"{base}{path}", headers={"Authorization": f"Bearer {token}", "Connection": "close"}, timeout=30
+    )
 
 
 def _warm(base: str, token: str) -> list[Any]:

@@ -691,7 +691,9 @@ LIST_QUERIES = 4
 DETAIL_QUERIES = 7
 
 
-def test_the_list_takes_3_queries_for_1_invoice_and_4_for_a_full_page_of_20(client, reader, blr, medicine, django_assert_num_queries):
+def test_the_list_takes_3_queries_for_1_invoice_and_4_for_a_full_page_of_20(
+    client, reader, blr, medicine, django_assert_num_queries
+):
     make_invoice(branch=blr, patient=PatientFactory(registration_branch=blr), department=medicine)
     get(client, reader, INVOICES)
     with django_assert_num_queries(LIST_QUERIES - 1):

@@ -89,6 +89,23 @@ SUMMARY_BEFORE_COMMIT = "a3457c5"
 ACCOUNTING = ["summary_branch_month", "summary_all_year", "credit_note", "invoice_pdf"]
 
 
+def gunicorn_rss_mb(base: str) -> list[float]:
+    """Resident memory (MB) of the gunicorn processes serving `base` (master and workers, largest first),
+    read after the run: compared across runs, growth would be a cache that leaks (issue 21)."""
+    bind = f"127.0.0.1:{base.rsplit(':', 1)[1]}".encode()
+    sizes = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            cmdline = status.with_name("cmdline").read_bytes().split(b"\0")
+            text = status.read_text()
+        except OSError:
+            continue
+        if any(b"gunicorn" in part for part in cmdline) and bind in cmdline:
+            kb = next(int(line.split()[1]) for line in text.splitlines() if line.startswith("VmRSS:"))
+            sizes.append(round(kb / 1024, 1))
+    return sorted(sizes, reverse=True)
+
+
 def cpu_seconds() -> dict[str, float]:
     """CPU seconds used so far: by the gunicorn workers (app), by wrk (load, through the children's
     rusage) and by the whole machine (total, from /proc/stat). PostgreSQL's backends come and go with
@@ -274,7 +291,8 @@ def markdown(
         f"`bench/scale.py`, commit {meta['commit']}, {meta['date']}. {meta['cpu']}, {meta['cores']} cores, "
         f"{meta['memory_gb']} GB; PostgreSQL {pg['server_version']} (shared_buffers {pg['shared_buffers']}, "
         f"work_mem {pg['work_mem']}); database {meta['database_size']}; gunicorn {meta['gunicorn']}; "
-        f"wrk, {meta['duration_s']} s per run; load average at the end {meta['load_average_at_end']}.",
+        f"wrk, {meta['duration_s']} s per run; load average at the end {meta['load_average_at_end']}; "
+        f"gunicorn RSS after the run (MB, master and workers) {meta.get('gunicorn_rss_mb', '-')}.",
         "",
         "Rows: " + ", ".join(f"{table} {count:,}" for table, count in meta["rows"].items()) + ".",
         "",
@@ -487,6 +505,7 @@ def main() -> int:
                 row["checks"] = booking_checks(url, book_from)
             rows[scenario.name] = row
             print(json.dumps({scenario.name: row}), flush=True)
+        rss = gunicorn_rss_mb(base)
     export = None
     if "fhir_export" in only:  # minutes at 1M patients: only when asked for
         from fhir_export import TARGET_PER_SECOND
@@ -498,6 +517,7 @@ def main() -> int:
     del server
     meta = machine(url)
     meta.update({"gunicorn": f"{args.workers} workers x {args.threads} threads", "duration_s": args.duration})
+    meta["gunicorn_rss_mb"] = rss
     verdicts = evaluate(rows)
     if export is not None:
         verdicts.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import cast
 
 from django.db.models import Exists, OuterRef, QuerySet
@@ -21,6 +22,11 @@ def client_branch_ids(client: ApiClient) -> frozenset[uuid.UUID] | None:
         ids = frozenset(client.branches.values_list("id", flat=True))
         client.__dict__[_BRANCH_IDS] = ids or None
     return cast(frozenset[uuid.UUID] | None, client.__dict__[_BRANCH_IDS])
+
+
+def client_branch_ids_known(client: ApiClient, ids: Iterable[uuid.UUID]) -> None:
+    """Record the client's branch restriction read with its token (clinic.api.bearer), sparing the query."""
+    client.__dict__[_BRANCH_IDS] = frozenset(ids) or None
 
 
 def branch_visible_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:

@@ -7,8 +7,10 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from functools import cache
+from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import timezone
 
@@ -52,6 +54,40 @@ def _printable(text: str) -> str:
     return CONTROL_CHARACTERS.sub(lambda match: f"%{ord(match.group()):02X}", text)
 
 
+@cache
+def _insert_statement() -> str:
+    """INSERT of one row, composed once: AuditLogEntry.objects.create() compiled it anew on every request
+    (about a tenth of the framework floor's CPU). The casts type the parameters an ORM insert would have."""
+    table = AuditLogEntry._meta.db_table
+    columns = ", ".join(connection.ops.quote_name(name) for name in _COLUMNS)
+    values = ", ".join(_CASTS.get(name, "%s") for name in _COLUMNS)
+    return f"INSERT INTO {connection.ops.quote_name(table)} ({columns}) VALUES ({values})"  # noqa: S608 - fixed identifiers
+
+
+_COLUMNS = (
+    "created_at",
+    "client_id",
+    "token_ref",
+    "ip",
+    "method",
+    "route",
+    "path",
+    "status",
+    "duration_ms",
+    "request_id",
+    "patient_ids",
+    "user_agent",
+    "actor",
+)
+_CASTS = {"ip": "%s::inet", "patient_ids": "%s::uuid[]"}
+
+
+def _insert(row: dict[str, Any]) -> None:
+    """Write the row now, in its own statement (autocommit): it is committed before the response leaves."""
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_statement(), [row[name] for name in _COLUMNS])
+
+
 class ApiAuditMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -83,7 +119,7 @@ class ApiAuditMiddleware:
             "actor": _printable(context.actor)[:200],
         }
         try:
-            AuditLogEntry.objects.create(**row)
+            _insert(row)
         except (OperationalError, InterfaceError):
             # PostgreSQL is restarting: keep the row and write it when the database is back.
             audit_buffer.defer(row)

@@ -57,10 +57,17 @@ class HeaderPagination:
         return (self.page - 1) * self.per_page
 
     def paginate(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any]:
-        self.total = queryset.count() if isinstance(queryset, QuerySet) else len(queryset)
-        if self.offset >= self.total:
-            return []
-        return list(queryset[self.offset : self.offset + self.per_page])
+        if not isinstance(queryset, QuerySet):
+            self.total = len(queryset)
+            return list(queryset[self.offset : self.offset + self.per_page])
+        # The page first: a page that is neither full nor past the end holds the last rows, so it gives the
+        # total without the COUNT (one statement instead of two on every short list, such as the branches).
+        page = list(queryset[self.offset : self.offset + self.per_page])
+        if page and len(page) < self.per_page:
+            self.total = self.offset + len(page)
+        else:
+            self.total = queryset.count()
+        return page
 
     def use_page(self, items: list[Any], total: int) -> list[Any]:
         """For a page computed elsewhere (a search that counts and slices in SQL itself)."""

@@ -455,7 +455,8 @@ def test_the_number_of_queries_does_not_grow_with_the_page(client, roster, reade
     with CaptureQueriesContext(connection) as seven:
         assert len(list_appointments(client, reader, per_page=100).json()) == 7
 
-    assert len(seven.captured_queries) == len(one.captured_queries)
+    # The same, but for the COUNT that a page holding the last rows does without.
+    assert len(seven.captured_queries) == len(one.captured_queries) - 1
 
 
 def test_the_detail_costs_a_fixed_number_of_queries(client, roster, reader):

@@ -188,6 +188,6 @@ def test_the_query_count_does_not_grow_with_the_catalogue(client, token, catalog
     assert small == large == QUERIES
 
 
-# Authentication and the audit row, then the count, the page of tests (billing item joined), their analytes
-# and the analytes' ranges.
-QUERIES = 6
+# Authentication (one statement) and the audit row, then the count, the page of tests (billing item joined),
+# their analytes and the analytes' ranges.
+QUERIES = 5

@@ -98,11 +98,11 @@ def test_like_wildcards_in_a_query_word_are_literal(word, matches, does_not_matc
 @pytest.mark.parametrize(
     ("text", "queries"),
     [
-        # token, client branches, names, page, count, the page's patients, audit
-        ("priya sharma", 7),
-        ("sharma", 7),
-        # token, client branches, the page with its count, the page's patients, audit
-        ("000003", 5),
+        # token with the client's branches, names, page, count, the page's patients, audit
+        ("priya sharma", 6),
+        ("sharma", 6),
+        # token with the client's branches, the page with its count, the page's patients, audit
+        ("000003", 4),
     ],
 )
 def test_a_search_takes_a_fixed_number_of_queries(client, reader, django_assert_num_queries, text, queries):

@@ -28,10 +28,10 @@ from tests.patients.factories import (
 
 pytestmark = pytest.mark.django_db
 
-# GET of a profile: token lookup, the client's branches, the visible patient with its branch and its
+# GET of a profile: token lookup with the client's branches, the visible patient with its branch and its
 # small sections (insurance, diagnoses, allergies, medications), its visits joined with doctor,
 # department and branch, and the audit row. Independent of the number of rows shown.
-PROFILE_QUERIES = 5
+PROFILE_QUERIES = 4
 
 
 @pytest.fixture
@@ -242,8 +242,8 @@ def _count_profile_queries(client, token: str, ref: str) -> int:
     return len(queries)
 
 
-def test_the_profile_takes_5_queries_with_1_visit_and_with_50_visits(client, reader, patient, branch):
-    """PROFILE_QUERIES (5) whatever the number of visits, diagnoses, allergies and medications."""
+def test_the_profile_takes_4_queries_with_1_visit_and_with_50_visits(client, reader, patient, branch):
+    """PROFILE_QUERIES (4) whatever the number of visits, diagnoses, allergies and medications."""
     few = PatientFactory(registration_branch=branch)
     VisitFactory(patient=few)
     DiagnosisFactory(patient=few)

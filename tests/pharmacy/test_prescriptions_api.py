@@ -218,7 +218,7 @@ def test_the_list_filters_and_its_query_count_is_pinned(client, world, django_as
     world.prescribe((world.amox, 1), branch=world.mum, doctor=world.mum_doctor)
     post_json(client, world.writer, f"{PRESCRIPTIONS}/{first.id}/cancel", {"reason": "x"})
 
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(4):  # a short page: no COUNT; the client's branches come with the token
         everything = get(client, world.reader, PRESCRIPTIONS)
     active = get(client, world.reader, PRESCRIPTIONS, {"status": "active", "patient_id": str(world.patient.id)})
     dated = get(client, world.reader, PRESCRIPTIONS, {"date_from": (today() + timedelta(days=1)).isoformat()})

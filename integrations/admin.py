@@ -5,10 +5,12 @@ from django.contrib import admin
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.clients.admin import ApiClientAdmin, AuditLogEntryAdmin
+from integrations.dicom.admin import DicomCallingAEAdmin
 from integrations.fhir.admin import ExportJobAdmin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
+    DicomCallingAE,
     ExportJob,
     NotificationAttempt,
     NotificationSettings,
@@ -31,3 +33,4 @@ admin.site.register(WebhookSubscription, WebhookSubscriptionAdmin)
 admin.site.register(WebhookDelivery, WebhookDeliveryAdmin)
 admin.site.register(WebhookEvent, WebhookEventAdmin)
 admin.site.register(ExportJob, ExportJobAdmin)
+admin.site.register(DicomCallingAE, DicomCallingAEAdmin)

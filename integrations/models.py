@@ -2,6 +2,7 @@
 `models` module, so each is imported here)."""
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
+from integrations.dicom.models import DicomCallingAE
 from integrations.fhir.models import ExportJob
 from integrations.notifications.models import NotificationAttempt, NotificationOutboxMessage, NotificationSettings
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
@@ -9,6 +10,7 @@ from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, Webhoo
 __all__ = [
     "ApiClient",
     "AuditLogEntry",
+    "DicomCallingAE",
     "ExportJob",
     "IdempotencyRecord",
     "NotificationAttempt",

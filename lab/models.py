@@ -8,8 +8,8 @@ import uuid
 
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, RangeOperators
-from django.db import models
 from django.core.validators import RegexValidator
+from django.db import models
 from django.db.models import F, Func, Q
 from django.db.models.functions import Now
 

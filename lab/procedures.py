@@ -37,9 +37,7 @@ def _locked_item(item_filter: dict[str, object], *, branch_id: uuid.UUID, unknow
 
 
 @transaction.atomic
-def imaging_procedure_start(
-    *, branch_id: uuid.UUID, accession_number: str, mpps_instance_uid: str
-) -> LabOrderItem:
+def imaging_procedure_start(*, branch_id: uuid.UUID, accession_number: str, mpps_instance_uid: str) -> LabOrderItem:
     """scheduled -> in_progress, remembering the MPPS instance UID. 404 for an accession number unknown at the
     branch (or not imaging); 409 when the UID is already used or the item is not scheduled."""
     if LabOrderItem.objects.filter(mpps_instance_uid=mpps_instance_uid).exists():

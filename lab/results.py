@@ -234,8 +234,7 @@ def lab_results_record(
     final_report = LabResult.objects.filter(item=OuterRef("pk"), current=True, status__in=FINAL_STATUSES)
     unreported = open_items.filter(test__kind=TestKind.IMAGING).exclude(Exists(final_report))
     all_done = (
-        not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists()
-        and not unreported.exists()
+        not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists() and not unreported.exists()
     )
     order.status = OrderStatus.FINAL if all_done else OrderStatus.RESULTED
     order.save(update_fields=["status", "updated_at"])

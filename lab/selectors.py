@@ -238,7 +238,9 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
     """The open imaging items of one branch matching `query`, by scheduled time then id, at most `limit`: one
     query, which range-scans the partial index of open items by scheduled time (lab.models
     laborderitem_worklist) or finds the accession number by its unique index."""
-    stations = ImagingStation.objects.filter(branch_id=OuterRef("order__branch_id"), modality=OuterRef("test__modality"))
+    stations = ImagingStation.objects.filter(
+        branch_id=OuterRef("order__branch_id"), modality=OuterRef("test__modality")
+    )
     items = LabOrderItem.objects.filter(
         status__in=query.statuses, order__branch_id=query.branch_id, test__kind=TestKind.IMAGING
     )

@@ -2,8 +2,9 @@
 Modality Worklist Information Model - FIND (C-FIND) and Modality Performed Procedure Step (N-CREATE,
 N-SET), for the calling AE titles allowed in the admin only.
 
-Every handler runs in its association's thread and reads the database there; it closes that thread's
-connection before answering, so an association that ends (or dies) leaves no connection behind. A handler
+Every handler runs in its association's thread and reads the database there, on one connection per
+association (a modality polls on one association: no reconnect per query); the connection is closed when
+the association is released or aborted, and whenever Django would close it (CONN_MAX_AGE, errors). A handler
 never raises: a domain refusal is the DIMSE status PS3.4 gives for it, anything unexpected is logged (ids
 only, never a patient's data) and answered as a processing failure, and the server keeps serving.
 """
@@ -85,6 +86,10 @@ def handle_requested(event: Any) -> None:
         event.assoc.kill()
 
 
+def handle_association_end(event: Any) -> None:
+    connection.close()
+
+
 def handle_echo(event: Any) -> int:
     return SUCCESS
 
@@ -109,7 +114,7 @@ def handle_find(event: Any) -> Iterator[tuple[int, Dataset | None]]:
         yield FIND_UNABLE_TO_PROCESS, None
         return
     finally:
-        connection.close()
+        close_old_connections()
     logger.info("dicom c-find", extra={"calling_ae": caller.ae_title, "matches": len(answers)})
     for answer in answers:
         if event.is_cancelled:
@@ -151,7 +156,7 @@ def handle_n_create(event: Any) -> tuple[int | Dataset, Dataset | None]:
         logger.exception("dicom n-create failed")
         return _failure(PROCESSING_FAILURE, "Processing failure"), None
     finally:
-        connection.close()
+        close_old_connections()
     logger.info("dicom mpps started", extra={"calling_ae": caller.ae_title, "accession_number": accession})
     return SUCCESS, _created(event)
 
@@ -169,9 +174,7 @@ def handle_n_set(event: Any) -> tuple[int | Dataset, Dataset | None]:
         if status not in ("", "IN PROGRESS", "COMPLETED", "DISCONTINUED"):
             return _failure(INVALID_ATTRIBUTE_VALUE, "Unknown performed procedure step status"), None
         if status in ("COMPLETED", "DISCONTINUED"):
-            imaging_procedure_finish(
-                branch_id=caller.branch_id, mpps_instance_uid=uid, completed=status == "COMPLETED"
-            )
+            imaging_procedure_finish(branch_id=caller.branch_id, mpps_instance_uid=uid, completed=status == "COMPLETED")
     except NotFound:
         return _failure(NO_SUCH_INSTANCE, "No such MPPS instance"), None
     except InvalidState:
@@ -180,15 +183,17 @@ def handle_n_set(event: Any) -> tuple[int | Dataset, Dataset | None]:
         logger.exception("dicom n-set failed")
         return _failure(PROCESSING_FAILURE, "Processing failure"), None
     finally:
-        connection.close()
+        close_old_connections()
     logger.info("dicom mpps set", extra={"calling_ae": caller.ae_title, "mpps_status": status or "unchanged"})
     answer = Dataset()
     answer.update(changes)
     return SUCCESS, answer
 
 
-HANDLERS = [
+HANDLERS: list[Any] = [
     (evt.EVT_REQUESTED, handle_requested),
+    (evt.EVT_RELEASED, handle_association_end),
+    (evt.EVT_ABORTED, handle_association_end),
     (evt.EVT_C_ECHO, handle_echo),
     (evt.EVT_C_FIND, handle_find),
     (evt.EVT_N_CREATE, handle_n_create),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -27,25 +28,14 @@ from lab.selectors import TextMatch, WorklistEntry, WorklistQuery
 
 SPS = "ScheduledProcedureStepSequence"
 _DATE = re.compile(r"^\d{8}$")
-_SPS_STATUS = {"SCHEDULED": ItemStatus.SCHEDULED, "STARTED": ItemStatus.IN_PROGRESS}
-_STATUS_SPS = {value: key for key, value in _SPS_STATUS.items()}
-_PRIORITY = {Priority.STAT: "STAT", Priority.URGENT: "HIGH", Priority.ROUTINE: "ROUTINE"}
+_SPS_STATUS: dict[str, str] = {"SCHEDULED": ItemStatus.SCHEDULED, "STARTED": ItemStatus.IN_PROGRESS}
+_STATUS_SPS: dict[str, str] = {str(value): key for key, value in _SPS_STATUS.items()}
+_PRIORITY: dict[str, str] = {
+    Priority.STAT.value: "STAT",
+    Priority.URGENT.value: "HIGH",
+    Priority.ROUTINE.value: "ROUTINE",
+}
 _SEX = {"male": "M", "female": "F", "other": "O"}
-# The top-level attributes a response may carry (those the request asks for are returned).
-RETURN_KEYS = (
-    "PatientName",
-    "PatientID",
-    "PatientBirthDate",
-    "PatientSex",
-    "AccessionNumber",
-    "ReferringPhysicianName",
-    "RequestedProcedureID",
-    "RequestedProcedureDescription",
-    "RequestedProcedureCodeSequence",
-    "RequestedProcedurePriority",
-    "StudyInstanceUID",
-    SPS,
-)
 
 
 class QueryError(ValueError):
@@ -69,7 +59,7 @@ def _day(text: str) -> date:
     if not _DATE.match(text):
         raise QueryError(f"Not a DICOM date (YYYYMMDD): {text[:20]!r}.")
     try:
-        return datetime.strptime(text, "%Y%m%d").date()
+        return date(int(text[:4]), int(text[4:6]), int(text[6:]))
     except ValueError:
         raise QueryError(f"Not a date: {text!r}.") from None
 
@@ -133,8 +123,7 @@ def _code(value: str, scheme: str, meaning: str) -> Dataset:
     return code
 
 
-def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
-    """The response identifier of one item: the requested top-level keys (a requested sequence comes whole)."""
+def _step(entry: WorklistEntry) -> Sequence:
     local = entry.scheduled_at.astimezone(ZoneInfo(entry.time_zone))
     step = Dataset()
     step.ScheduledStationAETitle = entry.station_ae_title or ""
@@ -145,22 +134,31 @@ def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
     step.ScheduledProcedureStepDescription = entry.test_name[:64]
     step.ScheduledProcedureStepStatus = _STATUS_SPS.get(entry.status, "")
     step.ScheduledPerformingPhysicianName = ""
-    full = Dataset()
-    full.PatientName = _pn(entry.last_name, entry.first_name)
-    full.PatientID = entry.patient_id
-    full.PatientBirthDate = entry.date_of_birth.strftime("%Y%m%d")
-    full.PatientSex = _SEX.get(entry.gender, "")
-    full.AccessionNumber = entry.accession_number[:16]
-    full.ReferringPhysicianName = _pn(entry.doctor_name)
-    full.RequestedProcedureID = entry.accession_number[:16]
-    full.RequestedProcedureDescription = entry.test_name[:64]
-    full.RequestedProcedureCodeSequence = Sequence([_code(entry.loinc_code, "LN", entry.test_name)])
-    full.RequestedProcedurePriority = _PRIORITY.get(entry.priority, "ROUTINE")
-    full.StudyInstanceUID = study_instance_uid(entry.item_id)
-    full.ScheduledProcedureStepSequence = Sequence([step])
+    return Sequence([step])
+
+
+# Each return key's value for an item; only the requested ones are built (a worklist answers many items).
+_VALUES: dict[str, Callable[[WorklistEntry], object]] = {
+    "PatientName": lambda entry: _pn(entry.last_name, entry.first_name),
+    "PatientID": lambda entry: entry.patient_id,
+    "PatientBirthDate": lambda entry: entry.date_of_birth.strftime("%Y%m%d"),
+    "PatientSex": lambda entry: _SEX.get(entry.gender, ""),
+    "AccessionNumber": lambda entry: entry.accession_number[:16],
+    "ReferringPhysicianName": lambda entry: _pn(entry.doctor_name),
+    "RequestedProcedureID": lambda entry: entry.accession_number[:16],
+    "RequestedProcedureDescription": lambda entry: entry.test_name[:64],
+    "RequestedProcedureCodeSequence": lambda entry: Sequence([_code(entry.loinc_code, "LN", entry.test_name)]),
+    "RequestedProcedurePriority": lambda entry: _PRIORITY.get(entry.priority, "ROUTINE"),
+    "StudyInstanceUID": lambda entry: study_instance_uid(entry.item_id),
+    SPS: _step,
+}
+
+
+def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
+    """The response identifier of one item: the requested top-level keys (a requested sequence comes whole)."""
     answer = Dataset()
     answer.SpecificCharacterSet = "ISO_IR 192"  # UTF-8: names need not be ASCII
-    for keyword in RETURN_KEYS:
+    for keyword, value in _VALUES.items():
         if keyword in requested:
-            setattr(answer, keyword, full[keyword].value)
+            setattr(answer, keyword, value(entry))
     return answer

@@ -91,16 +91,28 @@ def world(transactional_db: None) -> DicomWorld:
         xray=xray,
         us=us,
         sharma=PatientFactory(
-            patient_id="BLR-000101", first_name="Priya", last_name="Sharma", date_of_birth="1985-03-14",
-            gender="female", registration_branch=blr,
+            patient_id="BLR-000101",
+            first_name="Priya",
+            last_name="Sharma",
+            date_of_birth="1985-03-14",
+            gender="female",
+            registration_branch=blr,
         ),
         iyer=PatientFactory(
-            patient_id="BLR-000102", first_name="Ravi", last_name="Iyer", date_of_birth="1970-11-02",
-            gender="male", registration_branch=blr,
+            patient_id="BLR-000102",
+            first_name="Ravi",
+            last_name="Iyer",
+            date_of_birth="1970-11-02",
+            gender="male",
+            registration_branch=blr,
         ),
         mehta=PatientFactory(
-            patient_id="MUM-000201", first_name="Asha", last_name="Mehta", date_of_birth="1990-07-21",
-            gender="female", registration_branch=mum,
+            patient_id="MUM-000201",
+            first_name="Asha",
+            last_name="Mehta",
+            date_of_birth="1990-07-21",
+            gender="female",
+            registration_branch=mum,
         ),
         doctor=doctor,
         mum_doctor=mum_doctor,
@@ -140,7 +152,9 @@ def findscu(port: int, keys: list[str], *, calling: str = "BLR_CT1") -> FindResu
         arguments = ["findscu", "-v", "-W", "-aet", calling, "-aec", SERVER_AE, "-to", "10", "-X", "-od", folder]
         for key in keys:
             arguments += ["-k", key]
-        done = subprocess.run([*arguments, "127.0.0.1", str(port)], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(  # noqa: S603 - our own command line
+            [*arguments, "127.0.0.1", str(port)], capture_output=True, text=True, timeout=30
+        )
         files = sorted(Path(folder).glob("rsp*.dcm"))
         answers = [pydicom.dcmread(path) for path in files]
     return FindResult(done.returncode, answers, done.stdout + done.stderr)

@@ -19,11 +19,6 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from pydicom.dataset import Dataset
 from pynetdicom import AE, evt
-from pynetdicom.sop_class import (  # type: ignore[attr-defined]
-    ModalityPerformedProcedureStep,
-    ModalityWorklistInformationFind,
-    Verification,
-)
 from pynetdicom.transport import ThreadedAssociationServer
 
 from clinic.errors import Conflict, InvalidState, NotFound
@@ -33,6 +28,11 @@ from lab.procedures import imaging_procedure_finish, imaging_procedure_start
 from lab.selectors import imaging_worklist
 
 logger = logging.getLogger("integrations.dicom")
+
+# The SOP classes served (PS3.4 annexes A, K and F; pynetdicom.sop_class names them, untyped).
+VERIFICATION = "1.2.840.10008.1.1"
+MODALITY_WORKLIST_FIND = "1.2.840.10008.5.1.4.31"
+MODALITY_PERFORMED_PROCEDURE_STEP = "1.2.840.10008.3.1.2.3.3"
 
 # DIMSE statuses (PS3.4 C.4.1.1.4 for C-FIND, PS3.7 C for N-CREATE/N-SET, PS3.4 F.7.2 for MPPS).
 SUCCESS = 0x0000
@@ -203,7 +203,7 @@ HANDLERS: list[Any] = [
 
 def worklist_ae(ae_title: str) -> AE:
     ae = AE(ae_title=ae_title)
-    for context in (Verification, ModalityWorklistInformationFind, ModalityPerformedProcedureStep):
+    for context in (VERIFICATION, MODALITY_WORKLIST_FIND, MODALITY_PERFORMED_PROCEDURE_STEP):
         ae.add_supported_context(context)
     timeout = settings.DICOM_TIMEOUT_SECONDS
     ae.acse_timeout = ae.dimse_timeout = ae.network_timeout = timeout

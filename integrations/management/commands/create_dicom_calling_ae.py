@@ -10,7 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clinic.models import Branch
+from clinic.selectors import branch_by_ref
 from integrations.dicom.services import calling_ae_save
 
 
@@ -24,15 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        ref = options["branch"]
-        branch = Branch.objects.filter(code__iexact=ref).first()
+        branch = branch_by_ref(options["branch"])
         if branch is None:
-            try:
-                branch = Branch.objects.filter(id=ref).first()
-            except ValidationError:
-                branch = None
-        if branch is None:
-            raise CommandError(f"No branch {ref!r}.")
+            raise CommandError(f"No branch with id or code {options['branch']!r}.")
         try:
             entry, created = calling_ae_save(
                 ae_title=options["ae_title"], branch=branch, host=options["host"], description=options["description"]

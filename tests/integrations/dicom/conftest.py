@@ -69,6 +69,17 @@ class DicomWorld:
         return order
 
 
+def _patient(patient_id: str, first: str, last: str, born: str, gender: str, branch: Any) -> Any:
+    return PatientFactory(
+        patient_id=patient_id,
+        first_name=first,
+        last_name=last,
+        date_of_birth=born,
+        gender=gender,
+        registration_branch=branch,
+    )
+
+
 @pytest.fixture
 def world(transactional_db: None) -> DicomWorld:
     blr = BranchFactory(code="BLR", name="Bengaluru Central Clinic", state="Karnataka", time_zone="Asia/Kolkata")
@@ -90,30 +101,9 @@ def world(transactional_db: None) -> DicomWorld:
         ct=ct,
         xray=xray,
         us=us,
-        sharma=PatientFactory(
-            patient_id="BLR-000101",
-            first_name="Priya",
-            last_name="Sharma",
-            date_of_birth="1985-03-14",
-            gender="female",
-            registration_branch=blr,
-        ),
-        iyer=PatientFactory(
-            patient_id="BLR-000102",
-            first_name="Ravi",
-            last_name="Iyer",
-            date_of_birth="1970-11-02",
-            gender="male",
-            registration_branch=blr,
-        ),
-        mehta=PatientFactory(
-            patient_id="MUM-000201",
-            first_name="Asha",
-            last_name="Mehta",
-            date_of_birth="1990-07-21",
-            gender="female",
-            registration_branch=mum,
-        ),
+        sharma=_patient("BLR-000101", "Priya", "Sharma", "1985-03-14", "female", blr),
+        iyer=_patient("BLR-000102", "Ravi", "Iyer", "1970-11-02", "male", blr),
+        mehta=_patient("MUM-000201", "Asha", "Mehta", "1990-07-21", "female", mum),
         doctor=doctor,
         mum_doctor=mum_doctor,
     )

@@ -12,8 +12,10 @@ only, never a patient's data) and answered as a processing failure, and the serv
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -213,7 +215,21 @@ def worklist_ae(ae_title: str) -> AE:
     return ae
 
 
-def worklist_serve(*, host: str, port: int, ae_title: str, block: bool) -> ThreadedAssociationServer | None:
-    """Start serving on (host, port). block=False returns the running server (its shutdown() stops it)."""
+class _NoDelayServer(ThreadedAssociationServer):
+    """Sends each PDU at once (TCP_NODELAY): a C-FIND answer is several small writes (the pending response's
+    command, its identifier, then the final status), which Nagle's algorithm held back until the peer's
+    delayed ACK, adding ~40 ms per stall (a one-item C-FIND took 100 ms, its handler 5 ms)."""
+
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
+        client, address = super().get_request()
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return client, address
+
+
+def worklist_serve(*, host: str, port: int, ae_title: str) -> ThreadedAssociationServer:
+    """Start serving on (host, port) in a thread; the returned server's shutdown() stops it."""
     ae = worklist_ae(ae_title)
-    return ae.start_server((host, port), block=block, evt_handlers=HANDLERS)
+    server = ae.make_server((host, port), evt_handlers=HANDLERS, server_class=_NoDelayServer)
+    threading.Thread(target=server.serve_forever, name="dicom-worklist-acceptor", daemon=True).start()
+    ae._servers.append(server)  # as AE.start_server does: the server's shutdown() removes itself from there
+    return cast(ThreadedAssociationServer, server)

@@ -30,8 +30,7 @@ class Command(BaseCommand):
             raise CommandError("--ae-title: 1 to 16 printable ASCII characters, no backslash.")
         if not 0 < options["port"] < 65536:
             raise CommandError("--port: 1 to 65535.")
-        server = worklist_serve(host=options["host"], port=options["port"], ae_title=options["ae_title"], block=False)
-        assert server is not None
+        server = worklist_serve(host=options["host"], port=options["port"], ae_title=options["ae_title"])
         stop = threading.Event()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:

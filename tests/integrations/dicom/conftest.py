@@ -114,8 +114,7 @@ def server(world: DicomWorld, settings: Any) -> Iterator[int]:
     """The worklist server on a free port of 127.0.0.1; yields the port."""
     settings.DICOM_TIMEOUT_SECONDS = 10
     port = free_port()
-    running = worklist_serve(host="127.0.0.1", port=port, ae_title=SERVER_AE, block=False)
-    assert running is not None
+    running = worklist_serve(host="127.0.0.1", port=port, ae_title=SERVER_AE)
     yield port
     running.shutdown()
 

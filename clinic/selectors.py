@@ -29,6 +29,17 @@ def client_branch_ids_known(client: ApiClient, ids: Iterable[uuid.UUID]) -> None
     client.__dict__[_BRANCH_IDS] = frozenset(ids) or None
 
 
+def branch_by_ref(ref: str) -> Branch | None:
+    """A branch by its code (any case) or id, for the management commands; None when there is none."""
+    branch = Branch.objects.filter(code=ref.upper()).first()
+    if branch is None:
+        try:
+            branch = Branch.objects.filter(id=uuid.UUID(ref)).first()
+        except ValueError:
+            return None
+    return branch
+
+
 def branch_visible_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
     """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
     serializers turn that into a 400 on branch_id)."""

@@ -518,3 +518,10 @@ if FHIR_VALIDATE_OUTPUT not in ("all", "sample", "off"):
 
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404.
 METRICS_TOKEN = env_str("METRICS_TOKEN", default="")
+
+# --- DICOM Modality Worklist (manage.py dicom_worklist, integrations.dicom) ----------------------------------
+# A C-FIND answers at most this many items (the earliest scheduled first); a modality asks for one day's.
+DICOM_WORKLIST_MAX_RESULTS = env_int("DICOM_WORKLIST_MAX_RESULTS", 500, minimum=1, maximum=10_000)
+# Seconds a peer may stay silent (association request, DIMSE message, network read) before it is dropped.
+DICOM_TIMEOUT_SECONDS = env_int("DICOM_TIMEOUT_SECONDS", 30, minimum=1, maximum=600)
+DICOM_MAX_ASSOCIATIONS = env_int("DICOM_MAX_ASSOCIATIONS", 10, minimum=1, maximum=200)

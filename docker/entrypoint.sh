@@ -5,6 +5,8 @@
 #   web      gunicorn, never migrating: two pods migrating one database at once crashed one (issue 20). Its
 #            /readyz stays 503 until the migrate role has run. SIGTERM drains (clinic/gunicorn_config.py).
 #   worker   Celery worker.   beat  Celery beat: run one or two; only the lock holder sends (clinic/beat.py).
+#   dicom-worklist  the DICOM Modality Worklist and MPPS server (manage.py dicom_worklist) on DICOM_PORT
+#            (11112) as DICOM_AE_TITLE (CLINIC_MWL); SIGTERM stops accepting and lets associations finish.
 #   anything else is run as a command.
 # Liveness of worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 = alive), which
 # docker/compose.yaml runs as their healthchecks. .ci/production_roles starts each role through this file.
@@ -38,6 +40,9 @@ case "$1" in
   beat)
     # Schedule state and the singleton lock live in Redis (clinic/beat.py): no schedule file.
     exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}"
+    ;;
+  dicom-worklist)
+    exec python manage.py dicom_worklist --port "${DICOM_PORT:-11112}" --ae-title "${DICOM_AE_TITLE:-CLINIC_MWL}"
     ;;
   *)
     exec "$@"

@@ -5,11 +5,13 @@ from django.contrib import admin
 from oauth2_provider.models import get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.clients.admin import ApiClientAdmin, AuditLogEntryAdmin
+from integrations.dicom.admin import DicomCallingAEAdmin
 from integrations.fhir.admin import ExportJobAdmin
 from integrations.hl7.admin import Hl7DestinationAdmin, Hl7MessageAdmin, Hl7ReceivedMessageAdmin, Hl7SenderAdmin
 from integrations.models import (
     ApiClient,
     AuditLogEntry,
+    DicomCallingAE,
     ExportJob,
     Hl7Destination,
     Hl7Message,
@@ -40,3 +42,4 @@ admin.site.register(Hl7Destination, Hl7DestinationAdmin)
 admin.site.register(Hl7Message, Hl7MessageAdmin)
 admin.site.register(Hl7ReceivedMessage, Hl7ReceivedMessageAdmin)
 admin.site.register(Hl7Sender, Hl7SenderAdmin)
+admin.site.register(DicomCallingAE, DicomCallingAEAdmin)

@@ -2,6 +2,7 @@
 `models` module, so each is imported here)."""
 
 from integrations.clients.models import ApiClient, AuditLogEntry, IdempotencyRecord, validate_network, validate_scope
+from integrations.dicom.models import DicomCallingAE
 from integrations.fhir.models import ExportJob
 from integrations.hl7.models import Hl7Attempt, Hl7Destination, Hl7Message, Hl7ReceivedMessage, Hl7Sender
 from integrations.notifications.models import NotificationAttempt, NotificationOutboxMessage, NotificationSettings
@@ -10,6 +11,7 @@ from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, Webhoo
 __all__ = [
     "ApiClient",
     "AuditLogEntry",
+    "DicomCallingAE",
     "ExportJob",
     "Hl7Attempt",
     "Hl7Destination",

@@ -43,6 +43,7 @@ from lab import services as lab_services
 from lab.loinc import loinc_problem
 from lab.models import (
     Analyte,
+    ImagingStation,
     LabOrder,
     LabOrderItem,
     LabResult,
@@ -335,7 +336,7 @@ class LabOrderItemInline(admin.TabularInline):
     model = LabOrderItem
     extra = 0
     can_delete = False
-    fields = readonly_fields = ("position", "test", "accession_number", "status", "current_results")
+    fields = readonly_fields = ("position", "test", "accession_number", "status", "scheduled_at", "current_results")
     ordering = ["position", "id"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[LabOrderItem]:
@@ -486,3 +487,20 @@ class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin)
     def verify_preliminary(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> None:
         user = staff_actor(request)
         self._apply(request, queryset, lambda order: _verify_preliminary(order, user))
+
+
+@admin.register(ImagingStation)
+class ImagingStationAdmin(_SaveRefusalAsFormError):
+    """The modality performing a branch's imaging tests of one modality: its AE title is the DICOM worklist's
+    Scheduled Station AE Title of those items, and what a modality may query the worklist by."""
+
+    class Form(_RefusalForm):
+        class Meta:
+            model = ImagingStation
+            fields = ["branch", "modality", "ae_title", "name"]
+
+    form = Form
+    list_display = ["branch", "modality", "ae_title", "name"]
+    list_filter = ["branch", "modality"]
+    list_select_related = ["branch"]
+    search_fields = ["ae_title", "name"]

@@ -22,6 +22,9 @@ LAB_ORDER_COLLECTED = "lab_order.collected"
 LAB_RESULT_FINALIZED = "lab_result.finalized"
 LAB_RESULT_AMENDED = "lab_result.amended"
 LAB_RESULT_CRITICAL = "lab_result.critical"
+IMAGING_PROCEDURE_STARTED = "imaging_procedure.started"
+IMAGING_PROCEDURE_COMPLETED = "imaging_procedure.completed"
+IMAGING_PROCEDURE_DISCONTINUED = "imaging_procedure.discontinued"
 
 _ORDER = PayloadPart("order", "LabOrder", "The order, as GET /api/v1/lab/orders/{id} returns it.")
 
@@ -61,6 +64,26 @@ EVENT_KINDS: tuple[EventKind, ...] = (
         LAB_RESULT_CRITICAL,
         label="critical value",
         description="A result outside its critical limits (flag LL or HH) was recorded; sent at once.",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        IMAGING_PROCEDURE_STARTED,
+        label="imaging procedure started",
+        description="A modality started an imaging item's procedure (DICOM MPPS IN PROGRESS): the item is in_progress.",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        IMAGING_PROCEDURE_COMPLETED,
+        label="imaging procedure completed",
+        description="A modality completed an imaging item's procedure (DICOM MPPS COMPLETED): the item is "
+        "completed; its report follows as results.",
+        payload=(_ORDER,),
+    ),
+    EventKind(
+        IMAGING_PROCEDURE_DISCONTINUED,
+        label="imaging procedure discontinued",
+        description="A modality discontinued an imaging item's procedure (DICOM MPPS DISCONTINUED): the item is "
+        "cancelled (and the order with it when none of its items is left).",
         payload=(_ORDER,),
     ),
 )

@@ -8,8 +8,10 @@ import uuid
 
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, RangeOperators
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Func, Q
+from django.db.models.functions import Now
 
 from appointments.models import Appointment
 from billing.models import BillableService, Invoice
@@ -245,6 +247,11 @@ class ItemStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+# The imaging items a modality's worklist shows: due (scheduled) or started and not yet finished (so a
+# modality that restarts mid-exam finds its step again). Completed and cancelled items never show.
+WORKLIST_STATUSES = (ItemStatus.SCHEDULED, ItemStatus.IN_PROGRESS)
+
+
 class LabOrderItem(models.Model):
     """One ordered test with its accession number (`BLR-26-0000123`: what the specimen label and the DICOM
     worklist show)."""
@@ -255,16 +262,63 @@ class LabOrderItem(models.Model):
     test = models.ForeignKey(LabTest, on_delete=models.PROTECT, related_name="order_items")
     accession_number = models.CharField(max_length=40, unique=True, editable=False)
     status = models.CharField(max_length=12, choices=ItemStatus.choices)
+    # When the imaging procedure is due (the DICOM worklist's scheduled start): the order's time unless
+    # staff move it. A database default, so rows written by a release that does not know the column get one.
+    scheduled_at = models.DateTimeField(db_default=Now())
+    # The Modality Performed Procedure Step that started the item (its SOP Instance UID): what the
+    # modality's later N-SET names.
+    mpps_instance_uid = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["order", "position", "id"]
+        indexes = [
+            # The DICOM worklist's range scan: the open imaging items by scheduled time.
+            models.Index(
+                fields=["scheduled_at"],
+                condition=Q(status__in=WORKLIST_STATUSES),
+                name="laborderitem_worklist",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["order", "test"], name="laborderitem_test_once_per_order"),
             models.CheckConstraint(condition=Q(status__in=ItemStatus.values), name="laborderitem_status_valid"),
+            models.UniqueConstraint(
+                fields=["mpps_instance_uid"], condition=~Q(mpps_instance_uid=""), name="laborderitem_mpps_uid_unique"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.accession_number
+
+
+ae_title_validator = RegexValidator(
+    r"^[!-Z^-~][ -Z^-~]{0,15}$", "1 to 16 printable ASCII characters, no backslash (a DICOM AE title)."
+)
+
+
+class ImagingStation(models.Model):
+    """The modality (a scanner's DICOM AE title) that performs a branch's imaging tests of one modality: the
+    worklist's Scheduled Station AE Title of those items, and what a modality may query by."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="imaging_stations")
+    modality = models.CharField(max_length=2, choices=Modality.choices)
+    ae_title = models.CharField("AE title", max_length=16, validators=[ae_title_validator])
+    name = models.CharField(max_length=100, blank=True, help_text="e.g. Room 2 CT scanner.")
+
+    class Meta:
+        ordering = ["branch", "modality"]
+        verbose_name = "imaging station (DICOM modality)"
+        constraints = [
+            models.UniqueConstraint(fields=["branch", "modality"], name="imagingstation_one_per_branch_modality"),
+            models.CheckConstraint(condition=Q(modality__in=Modality.values), name="imagingstation_modality_valid"),
+            models.CheckConstraint(
+                condition=Q(ae_title__regex=r"^[!-Z^-~][ -Z^-~]{0,15}$"), name="imagingstation_ae_title_format"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.ae_title} ({self.modality})"
 
 
 class Flag(models.TextChoices):

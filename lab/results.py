@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
@@ -144,7 +145,8 @@ def _item_status(item: LabOrderItem) -> str:
     current = list(LabResult.objects.filter(item=item, current=True).values_list("analyte_id", "status"))
     if item.test.kind == TestKind.IMAGING:
         done = any(status in FINAL_STATUSES for _, status in current)
-        return ItemStatus.COMPLETED if done else ItemStatus.IN_PROGRESS
+        # A procedure the modality reported completed (MPPS) stays completed while its report is drafted.
+        return ItemStatus.COMPLETED if done or item.status == ItemStatus.COMPLETED else ItemStatus.IN_PROGRESS
     analyte_ids = set(Analyte.objects.filter(test_id=item.test_id).values_list("id", flat=True))
     finals = {analyte for analyte, status in current if status in FINAL_STATUSES}
     return ItemStatus.FINAL if analyte_ids and analyte_ids <= finals else ItemStatus.RESULTED
@@ -228,7 +230,12 @@ def lab_results_record(
         item.save(update_fields=["status"])
     was_final = order.status == OrderStatus.FINAL
     open_items = order.items.exclude(status=ItemStatus.CANCELLED)
-    all_done = not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists()
+    # An imaging item completed at the modality (MPPS) is done only once its final report is in.
+    final_report = LabResult.objects.filter(item=OuterRef("pk"), current=True, status__in=FINAL_STATUSES)
+    unreported = open_items.filter(test__kind=TestKind.IMAGING).exclude(Exists(final_report))
+    all_done = (
+        not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists() and not unreported.exists()
+    )
     order.status = OrderStatus.FINAL if all_done else OrderStatus.RESULTED
     order.save(update_fields=["status", "updated_at"])
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, QuerySet
+from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
 from clinic.models import Branch
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
-from lab.models import Analyte, LabOrder, LabOrderItem, LabResult, LabTest, ReferenceRange
+from lab.models import (
+    WORKLIST_STATUSES,
+    Analyte,
+    ImagingStation,
+    LabOrder,
+    LabOrderItem,
+    LabResult,
+    LabTest,
+    ReferenceRange,
+    TestKind,
+)
 from patients.models import Patient
 
 # --- Catalogue ---------------------------------------------------------------------------------------------
@@ -173,3 +185,108 @@ def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
     allowed = client_branch_ids(client)
     results = LabResult.objects.filter(current=True)
     return results if allowed is None else results.filter(item__order__branch_id__in=allowed)
+
+
+# --- The imaging worklist (integrations.dicom) --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    """A value to match exactly, or (`wildcard`) a pattern where `*` is any run of characters and `?` one."""
+
+    value: str
+    wildcard: bool = False
+
+    def lookup(self, field: str) -> Q:
+        if not self.wildcard:
+            return Q(**{field: self.value})
+        if self.value.endswith("*") and not any(c in self.value[:-1] for c in "*?"):
+            return Q(**{f"{field}__startswith": self.value[:-1]})  # the common case, an index range scan
+        pattern = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in self.value)
+        return Q(**{f"{field}__regex": f"^{pattern}$"})
+
+
+@dataclass(frozen=True)
+class WorklistQuery:
+    """What a modality asks for; None matches anything. `scheduled_from`/`scheduled_to` bound the scheduled
+    start (inclusive, exclusive)."""
+
+    branch_id: uuid.UUID
+    modality: TextMatch | None = None
+    scheduled_from: datetime | None = None
+    scheduled_to: datetime | None = None
+    station_ae_title: TextMatch | None = None
+    patient_id: TextMatch | None = None
+    accession_number: TextMatch | None = None
+    statuses: tuple[str, ...] = WORKLIST_STATUSES
+
+
+@dataclass(frozen=True)
+class WorklistEntry:
+    item_id: uuid.UUID
+    accession_number: str
+    status: str
+    scheduled_at: datetime
+    test_code: str
+    test_name: str
+    loinc_code: str
+    modality: str
+    order_number: str
+    priority: str
+    doctor_name: str
+    patient_id: str
+    first_name: str
+    last_name: str
+    date_of_birth: date
+    gender: str
+    station_ae_title: str | None
+    time_zone: str
+
+
+def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]:
+    """The open imaging items of one branch matching `query`, by scheduled time then id, at most `limit`: one
+    query, which range-scans the partial index of open items by scheduled time (lab.models
+    laborderitem_worklist) or finds the accession number by its unique index."""
+    stations = ImagingStation.objects.filter(
+        branch_id=OuterRef("order__branch_id"), modality=OuterRef("test__modality")
+    )
+    items = LabOrderItem.objects.filter(
+        status__in=query.statuses, order__branch_id=query.branch_id, test__kind=TestKind.IMAGING
+    )
+    if query.modality is not None:
+        items = items.filter(query.modality.lookup("test__modality"))
+    if query.scheduled_from is not None:
+        items = items.filter(scheduled_at__gte=query.scheduled_from)
+    if query.scheduled_to is not None:
+        items = items.filter(scheduled_at__lt=query.scheduled_to)
+    if query.patient_id is not None:
+        items = items.filter(query.patient_id.lookup("order__patient__patient_id"))
+    if query.accession_number is not None:
+        items = items.filter(query.accession_number.lookup("accession_number"))
+    if query.station_ae_title is not None:
+        items = items.filter(Exists(stations.filter(query.station_ae_title.lookup("ae_title"))))
+    rows = (
+        items.annotate(station=Subquery(stations.values("ae_title")[:1]))
+        .order_by("scheduled_at", "id")
+        .values_list(
+            "id",
+            "accession_number",
+            "status",
+            "scheduled_at",
+            "test__code",
+            "test__name",
+            "test__loinc_code",
+            "test__modality",
+            "order__order_number",
+            "order__priority",
+            "order__doctor__name",
+            "order__patient__patient_id",
+            "order__patient__first_name",
+            "order__patient__last_name",
+            "order__patient__date_of_birth",
+            "order__patient__gender",
+            "station",
+            "order__branch__time_zone",
+        )[:limit]
+    )
+    return [WorklistEntry(*row) for row in rows]

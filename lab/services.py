@@ -163,6 +163,7 @@ def lab_order_create(
                 test=test,
                 accession_number=numbering.format_accession_number(branch.code, year, accession),
                 status=ItemStatus.ORDERED if test.kind == TestKind.LAB else ItemStatus.SCHEDULED,
+                scheduled_at=order.created_at,
             )
         )
     LabOrderItem.objects.bulk_create(items)

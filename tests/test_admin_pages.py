@@ -110,6 +110,7 @@ def test_the_admin_index_groups_models_by_app_under_readable_names(admin_client)
     assert names["integrations"] == [
         "API clients",
         "Audit log",
+        "DICOM calling AE titles",
         "Export jobs",
         "HL7 destinations",
         "HL7 messages",

@@ -33,13 +33,14 @@ def production() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_the_base_renders_too() -> None:
-    assert len(render("deploy/kubernetes/base")) == 14
+    assert len(render("deploy/kubernetes/base")) == 17
 
 
 def test_production_holds_every_role_and_the_objects_around_them(production: dict[Any, Any]) -> None:
     assert sorted(production) == [
         ("ConfigMap", "clinic-config"),
         ("Deployment", "beat"),
+        ("Deployment", "dicom-worklist"),
         ("Deployment", "pgbouncer"),
         ("Deployment", "web"),
         ("Deployment", "worker"),
@@ -47,10 +48,12 @@ def test_production_holds_every_role_and_the_objects_around_them(production: dic
         ("Job", "migrate"),
         ("Namespace", "clinic"),
         ("NetworkPolicy", "default-deny-ingress"),
+        ("NetworkPolicy", "dicom-worklist-ingress"),
         ("NetworkPolicy", "pgbouncer-ingress"),
         ("NetworkPolicy", "web-ingress"),
         ("PodDisruptionBudget", "pgbouncer"),
         ("PodDisruptionBudget", "web"),
+        ("Service", "dicom-worklist"),
         ("Service", "pgbouncer"),
         ("Service", "web"),
     ]
@@ -66,9 +69,21 @@ def _pod(doc: dict[str, Any]) -> dict[str, Any]:
 def test_only_the_migrate_job_migrates_and_each_role_runs_its_entrypoint_role(production: dict[Any, Any]) -> None:
     roles = {
         name: _pod(production[(kind, name)])["containers"][0].get("args")
-        for kind, name in [("Deployment", "web"), ("Deployment", "worker"), ("Deployment", "beat"), ("Job", "migrate")]
+        for kind, name in [
+            ("Deployment", "web"),
+            ("Deployment", "worker"),
+            ("Deployment", "beat"),
+            ("Deployment", "dicom-worklist"),
+            ("Job", "migrate"),
+        ]
     }
-    assert roles == {"web": ["web"], "worker": ["worker"], "beat": ["beat"], "migrate": ["migrate"]}
+    assert roles == {
+        "web": ["web"],
+        "worker": ["worker"],
+        "beat": ["beat"],
+        "dicom-worklist": ["dicom-worklist"],
+        "migrate": ["migrate"],
+    }
     assert production[("Deployment", "beat")]["spec"]["replicas"] == 2  # one active, one standby (clinic/beat.py)
 
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("lab", "0002_laborder_branch_created_cover")]
+    dependencies = [("lab", "0003_imaging_worklist")]
 
     operations = [
         AddIndexConcurrently(

@@ -1,0 +1,270 @@
+"""The DICOM Modality Worklist C-FIND over 10,000 scheduled imaging items (issue 19: p95 <= 100 ms).
+
+    REDIS_URL=redis://127.0.0.1:6379/12 .venv/bin/python bench/dicom_worklist.py [--items 10000] [--runs 100]
+
+In its own database (`clinic_dicom_bench`, created and migrated on first use): one branch with a CT, MR, US
+and X-ray station, 1,000 patients, `--items` scheduled imaging items spread over the next 30 days (8:00-18:00
+IST, one per order) and as many completed ones over the past 30 days (never answered, but in the table).
+The server runs as production runs it (`manage.py dicom_worklist`, its own process). Two clients: DCMTK's
+findscu (C++, as a modality; one process and one association per query, so its time includes the process
+start, the association and its release), and a pynetdicom SCU on one association (Python on both ends: each
+answer is encoded, polled for and decoded by pynetdicom's reactors). Each query shape is timed from the
+request to the last answer. Writes bench/results/dicom_worklist.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from harness import RESULTS, ROOT, free_port, measure, prepare, write
+
+IST = ZoneInfo("Asia/Kolkata")
+MODALITIES = ("CT", "MR", "US", "XR")
+
+
+def generate(items: int) -> None:
+    from django.utils import timezone
+
+    from clinic.models import Branch
+    from integrations.dicom.models import DicomCallingAE
+    from lab.models import ImagingStation, ItemStatus, LabOrder, LabOrderItem, LabTest, TestKind
+    from patients.models import Patient
+    from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+    from tests.patients.factories import PatientFactory
+
+    if Branch.objects.filter(code="BLR").exists():
+        return
+    rng = random.Random(19)
+    branch: Any = BranchFactory(code="BLR", name="Bengaluru", state="Karnataka", time_zone="Asia/Kolkata")
+    doctor: Any = DoctorFactory(name="Dr. Bench", department=DepartmentFactory(name="Radiology"), branches=[branch])
+    tests = []
+    for modality, loinc in zip(MODALITIES, ("30799-1", "24590-2", "24558-9", "36643-5"), strict=True):
+        tests.append(
+            LabTest.objects.create(
+                code=f"{modality}-BENCH",
+                name=f"{modality} study",
+                loinc_code=loinc,
+                kind=TestKind.IMAGING,
+                modality=modality,
+            )
+        )
+        ImagingStation.objects.create(branch=branch, modality=modality, ae_title=f"BLR_{modality}1")
+    DicomCallingAE.objects.create(ae_title="BLR_CT1", branch=branch)
+    patients = Patient.objects.bulk_create(
+        [PatientFactory.build(registration_branch=branch, patient_id=f"BLR-{n:06d}") for n in range(1000)]
+    )
+    now = timezone.now()
+    today = now.astimezone(IST).replace(hour=0, minute=0, second=0, microsecond=0)
+    orders, rows = [], []
+    for n in range(2 * items):
+        scheduled = n < items
+        day = today + timedelta(days=rng.randrange(30) if scheduled else -1 - rng.randrange(30))
+        at = day + timedelta(minutes=8 * 60 + rng.randrange(600))
+        order = LabOrder(
+            branch=branch,
+            patient=rng.choice(patients),
+            doctor=doctor,
+            order_number=f"BLR-LAB-2026-{n:06d}",
+            created_at=min(at, now),
+            ordered_by="bench",
+        )
+        orders.append(order)
+        rows.append(
+            LabOrderItem(
+                order=order,
+                test=rng.choice(tests),
+                accession_number=f"BLR-26-{n:07d}",
+                status=ItemStatus.SCHEDULED if scheduled else ItemStatus.COMPLETED,
+                scheduled_at=at,
+            )
+        )
+    LabOrder.objects.bulk_create(orders, batch_size=2000)
+    LabOrderItem.objects.bulk_create(rows, batch_size=2000)
+
+
+# What a modality typically asks for (and what it shows).
+RETURN_KEYS = (
+    "PatientName",
+    "PatientID",
+    "PatientBirthDate",
+    "PatientSex",
+    "AccessionNumber",
+    "RequestedProcedureDescription",
+    "StudyInstanceUID",
+)
+STEP_KEYS = (
+    "ScheduledStationAETitle",
+    "Modality",
+    "ScheduledProcedureStepStartDate",
+    "ScheduledProcedureStepStartTime",
+    "ScheduledProcedureStepID",
+)
+
+
+def query(keys: dict[str, str], step: dict[str, str]) -> Any:
+    from pydicom.dataset import Dataset
+
+    identifier = Dataset()
+    for keyword in RETURN_KEYS:
+        setattr(identifier, keyword, keys.get(keyword, ""))
+    item = Dataset()
+    for keyword in STEP_KEYS:
+        setattr(item, keyword, step.get(keyword, ""))
+    identifier.ScheduledProcedureStepSequence = [item]
+    return identifier
+
+
+def findscu_command(port: int, keys: dict[str, str], step: dict[str, str]) -> list[str]:
+    command = ["findscu", "-v", "-W", "-aet", "BLR_CT1", "-aec", "CLINIC_MWL"]
+    for keyword in RETURN_KEYS:
+        command += ["-k", f"{keyword}={keys.get(keyword, '')}"]
+    for keyword in STEP_KEYS:
+        command += ["-k", f"ScheduledProcedureStepSequence[0].{keyword}={step.get(keyword, '')}"]
+    return [*command, "127.0.0.1", str(port)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--database", default="clinic_dicom_bench")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
+    prepare(database=args.database)
+    import django
+
+    django.setup()
+    from django.db import connection
+    from pynetdicom import AE
+    from pynetdicom.sop_class import ModalityWorklistInformationFind  # type: ignore[attr-defined]
+
+    from lab.models import ItemStatus, LabOrderItem
+
+    generate(args.items)
+    scheduled = LabOrderItem.objects.filter(status=ItemStatus.SCHEDULED)
+    print(f"{scheduled.count()} scheduled items, {LabOrderItem.objects.count()} in all; load {os.getloadavg()}")
+    sample = scheduled.select_related("order__patient").order_by("?").first()
+    assert sample is not None
+    day = (datetime.now(IST) + timedelta(days=5)).strftime("%Y%m%d")
+    week = f"{day}-{(datetime.now(IST) + timedelta(days=11)).strftime('%Y%m%d')}"
+    findscu_shapes: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+        "one modality, one station, one day (a modality's worklist)": (
+            {},
+            {"Modality": "CT", "ScheduledStationAETitle": "BLR_CT1", "ScheduledProcedureStepStartDate": day},
+        ),
+        "accession number": ({"AccessionNumber": sample.accession_number}, {}),
+        "patient id": ({"PatientID": sample.order.patient.patient_id}, {}),
+        "every modality, one day": ({}, {"ScheduledProcedureStepStartDate": day}),
+        "one modality, a week (capped at 500)": ({}, {"Modality": "CT", "ScheduledProcedureStepStartDate": week}),
+    }
+    shapes = {label: query(keys, step) for label, (keys, step) in findscu_shapes.items()}
+    # The server's own work per C-FIND, in this process: the caller's allow-list row, the SQL, the answers
+    # built and encoded as they go on the wire (pynetdicom's polling reactors and the client excluded).
+    from pynetdicom.dsutils import encode
+
+    from integrations.dicom.selectors import calling_ae_allowed
+    from integrations.dicom.worklist import identifier_for, query_from_identifier
+    from lab.selectors import imaging_worklist
+
+    rows: list[dict[str, Any]] = []
+    for label, identifier in shapes.items():
+
+        def work(identifier: Any = identifier) -> None:
+            caller = calling_ae_allowed(ae_title="BLR_CT1", address="127.0.0.1")
+            assert caller is not None
+            wanted = query_from_identifier(identifier, branch_id=caller.branch_id, zone=caller.zone)
+            for entry in imaging_worklist(wanted, limit=500):
+                encode(identifier_for(entry, identifier), True, True)
+
+        rows.append(measure(f"server work {label}", work, args.runs))
+        print(rows[-1])
+    # The plan of a modality's query (one modality, one station, one day) as the selector sends it.
+    from django.test.utils import CaptureQueriesContext
+
+    caller = calling_ae_allowed(ae_title="BLR_CT1", address="127.0.0.1")
+    assert caller is not None
+    first = next(iter(shapes.values()))
+    with CaptureQueriesContext(connection) as captured:
+        imaging_worklist(query_from_identifier(first, branch_id=caller.branch_id, zone=caller.zone), limit=500)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN ANALYZE {captured.captured_queries[-1]['sql']}")
+        plan = [row[0] for row in cursor.fetchall()]
+    print("\n".join(plan))
+    connection.close()
+
+    # The modality side sends each PDU at once too (as DCMTK does): pynetdicom's requestor socket leaves
+    # Nagle's algorithm on, which holds the C-FIND's identifier back until the server's delayed ACK.
+    from pynetdicom import transport
+
+    create_socket = transport.AssociationSocket._create_socket
+
+    def nodelay_socket(self: Any, address: Any) -> Any:
+        sock = create_socket(self, address)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    transport.AssociationSocket._create_socket = nodelay_socket  # type: ignore[method-assign]
+
+    port = free_port()
+    env = {**os.environ, "LOG_LEVEL": "WARNING", "DICOM_WORKLIST_MAX_RESULTS": "500"}
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "dicom_worklist", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env
+    )
+    try:
+        ae = AE(ae_title="BLR_CT1")
+        ae.add_requested_context(ModalityWorklistInformationFind)
+        for _ in range(100):
+            assoc = ae.associate("127.0.0.1", port, ae_title="CLINIC_MWL")
+            if assoc.is_established:
+                break
+            time.sleep(0.2)
+        assert assoc.is_established, "the worklist did not start"
+        for label, identifier in shapes.items():
+            answers: list[int] = []
+
+            def find(identifier: Any = identifier, answers: list[int] = answers) -> None:
+                count = 0
+                for status, found in assoc.send_c_find(identifier, ModalityWorklistInformationFind):
+                    if status and status.Status == 0xFF00 and found is not None:
+                        count += 1
+                    elif not status or status.Status != 0x0000:
+                        raise RuntimeError(f"C-FIND failed: {status}")
+                answers.append(count)
+
+            row = measure(f"C-FIND {label}", find, args.runs)
+            row["answers"] = answers[-1]
+            rows.append(row)
+            print(row)
+        assoc.release()
+        for label, (keys, step) in findscu_shapes.items():
+            command = findscu_command(port, keys, step)
+            answers = []
+
+            def run(command: list[str] = command, answers: list[int] = answers) -> None:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+                answers.append((done.stdout + done.stderr).count("(Pending)"))
+
+            row = measure(f"findscu {label}", run, args.runs)
+            row["answers"] = answers[-1]
+            rows.append(row)
+            print(row)
+    finally:
+        server.terminate()
+        server.wait(20)
+    write("dicom_worklist", rows)
+    with (RESULTS / "dicom_worklist.plan.txt").open("w") as out:
+        out.write("\n".join(plan) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

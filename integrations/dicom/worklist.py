@@ -1,0 +1,164 @@
+"""Modality Worklist C-FIND (DICOM PS3.4 annex K) translated both ways: the request identifier into a
+lab.selectors.WorklistQuery, and each matching item into the response identifier.
+
+Matching keys (each universal when absent or empty, and `*` alone too):
+- Patient ID, Accession Number, Scheduled Station AE Title, Modality: single value or wildcard (`*`, `?`);
+- Scheduled Procedure Step Start Date: a date `YYYYMMDD` or a range `A-B`, `-B`, `A-` (the branch's local
+  days); the start time is returned, not matched;
+- Scheduled Procedure Step Status: SCHEDULED (items `scheduled`) or STARTED (`in_progress`).
+Any other key is a return key. A malformed key raises QueryError (status A900).
+
+The Study Instance UID of an item is `2.25.<the item's UUID as an integer>` (PS3.5 B.2: a UID derived from
+a UUID needs no registered root), so it is the same on every query and on every server.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from pydicom.dataset import Dataset
+from pydicom.sequence import Sequence
+
+from lab.models import ItemStatus, Priority
+from lab.selectors import TextMatch, WorklistEntry, WorklistQuery
+
+SPS = "ScheduledProcedureStepSequence"
+_DATE = re.compile(r"^\d{8}$")
+_SPS_STATUS: dict[str, str] = {"SCHEDULED": ItemStatus.SCHEDULED, "STARTED": ItemStatus.IN_PROGRESS}
+_STATUS_SPS: dict[str, str] = {str(value): key for key, value in _SPS_STATUS.items()}
+_PRIORITY: dict[str, str] = {
+    Priority.STAT.value: "STAT",
+    Priority.URGENT.value: "HIGH",
+    Priority.ROUTINE.value: "ROUTINE",
+}
+_SEX = {"male": "M", "female": "F", "other": "O"}
+
+
+class QueryError(ValueError):
+    """The identifier cannot be a Modality Worklist query (a malformed key)."""
+
+
+def study_instance_uid(item_id: uuid.UUID) -> str:
+    return f"2.25.{item_id.int}"
+
+
+def _text(value: object) -> TextMatch | None:
+    text = str(value if value is not None else "").strip()
+    if not text or text == "*":
+        return None
+    if "\\" in text or len(text) > 64:
+        raise QueryError(f"Not a single value: {text[:64]!r}.")
+    return TextMatch(text, wildcard="*" in text or "?" in text)
+
+
+def _day(text: str) -> date:
+    if not _DATE.match(text):
+        raise QueryError(f"Not a DICOM date (YYYYMMDD): {text[:20]!r}.")
+    try:
+        return date(int(text[:4]), int(text[4:6]), int(text[6:]))
+    except ValueError:
+        raise QueryError(f"Not a date: {text!r}.") from None
+
+
+def _date_range(value: object, zone: ZoneInfo) -> tuple[datetime | None, datetime | None]:
+    """A DICOM date or date range (branch-local days) as [from, to) instants."""
+    text = str(value or "").strip()
+    if not text:
+        return None, None
+    start_text, dash, end_text = text.partition("-")
+    if not dash:
+        end_text = start_text
+    if not start_text and not end_text:
+        raise QueryError("A date range needs at least one end.")
+    start = _day(start_text) if start_text else None
+    end = _day(end_text) if end_text else None
+    if start and end and start > end:
+        raise QueryError(f"The range {text!r} ends before it starts.")
+    return (
+        datetime.combine(start, time.min, tzinfo=zone) if start else None,
+        datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone) if end and end < date.max else None,
+    )
+
+
+def query_from_identifier(identifier: Dataset, *, branch_id: uuid.UUID, zone: ZoneInfo) -> WorklistQuery:
+    step = Dataset()
+    if SPS in identifier:
+        items = identifier.get(SPS) or []
+        if len(items) > 1:
+            raise QueryError("The Scheduled Procedure Step Sequence holds at most one item in a query.")
+        if items:
+            step = items[0]
+    status_text = str(step.get("ScheduledProcedureStepStatus", "") or "").strip()
+    if status_text and status_text not in _SPS_STATUS:
+        statuses: tuple[str, ...] = ()  # a status the worklist never shows (COMPLETED...): nothing matches
+    else:
+        statuses = (_SPS_STATUS[status_text],) if status_text else (ItemStatus.SCHEDULED, ItemStatus.IN_PROGRESS)
+    scheduled_from, scheduled_to = _date_range(step.get("ScheduledProcedureStepStartDate", ""), zone)
+    return WorklistQuery(
+        branch_id=branch_id,
+        modality=_text(step.get("Modality", "")),
+        scheduled_from=scheduled_from,
+        scheduled_to=scheduled_to,
+        station_ae_title=_text(step.get("ScheduledStationAETitle", "")),
+        patient_id=_text(identifier.get("PatientID", "")),
+        accession_number=_text(identifier.get("AccessionNumber", "")),
+        statuses=statuses,
+    )
+
+
+def _pn(*parts: str) -> str:
+    """A DICOM person name (family^given); `^`, `=` and `\\` in a name would change its structure."""
+    return "^".join(re.sub(r"[\^=\\]", " ", part).strip() for part in parts).rstrip("^")
+
+
+def _code(value: str, scheme: str, meaning: str) -> Dataset:
+    code = Dataset()
+    code.CodeValue = value
+    code.CodingSchemeDesignator = scheme
+    code.CodeMeaning = meaning[:64]
+    return code
+
+
+def _step(entry: WorklistEntry) -> Sequence:
+    local = entry.scheduled_at.astimezone(ZoneInfo(entry.time_zone))
+    step = Dataset()
+    step.ScheduledStationAETitle = entry.station_ae_title or ""
+    step.Modality = entry.modality
+    step.ScheduledProcedureStepStartDate = local.strftime("%Y%m%d")
+    step.ScheduledProcedureStepStartTime = local.strftime("%H%M%S")
+    step.ScheduledProcedureStepID = entry.accession_number[:16]
+    step.ScheduledProcedureStepDescription = entry.test_name[:64]
+    step.ScheduledProcedureStepStatus = _STATUS_SPS.get(entry.status, "")
+    step.ScheduledPerformingPhysicianName = ""
+    return Sequence([step])
+
+
+# Each return key's value for an item; only the requested ones are built (a worklist answers many items).
+_VALUES: dict[str, Callable[[WorklistEntry], object]] = {
+    "PatientName": lambda entry: _pn(entry.last_name, entry.first_name),
+    "PatientID": lambda entry: entry.patient_id,
+    "PatientBirthDate": lambda entry: entry.date_of_birth.strftime("%Y%m%d"),
+    "PatientSex": lambda entry: _SEX.get(entry.gender, ""),
+    "AccessionNumber": lambda entry: entry.accession_number[:16],
+    "ReferringPhysicianName": lambda entry: _pn(entry.doctor_name),
+    "RequestedProcedureID": lambda entry: entry.accession_number[:16],
+    "RequestedProcedureDescription": lambda entry: entry.test_name[:64],
+    "RequestedProcedureCodeSequence": lambda entry: Sequence([_code(entry.loinc_code, "LN", entry.test_name)]),
+    "RequestedProcedurePriority": lambda entry: _PRIORITY.get(entry.priority, "ROUTINE"),
+    "StudyInstanceUID": lambda entry: study_instance_uid(entry.item_id),
+    SPS: _step,
+}
+
+
+def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
+    """The response identifier of one item: the requested top-level keys (a requested sequence comes whole)."""
+    answer = Dataset()
+    answer.SpecificCharacterSet = "ISO_IR 192"  # UTF-8: names need not be ASCII
+    for keyword, value in _VALUES.items():
+        if keyword in requested:
+            setattr(answer, keyword, value(entry))
+    return answer

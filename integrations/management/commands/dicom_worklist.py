@@ -1,0 +1,45 @@
+"""python manage.py dicom_worklist [--host 0.0.0.0] [--port 11112] [--ae-title CLINIC_MWL]
+
+The DICOM Modality Worklist and MPPS server (integrations.dicom.server), one process (the `dicom-worklist`
+role). SIGTERM or SIGINT stops accepting associations and lets those in flight finish."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from integrations.dicom.models import AE_TITLE_PATTERN
+from integrations.dicom.server import worklist_serve
+
+
+class Command(BaseCommand):
+    help = "Serve the DICOM Modality Worklist (C-FIND), MPPS (N-CREATE/N-SET) and C-ECHO."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="0.0.0.0", help="Address to listen on.")  # noqa: S104
+        parser.add_argument("--port", type=int, default=11112)
+        parser.add_argument("--ae-title", default="CLINIC_MWL", help="This server's AE title.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not re.match(AE_TITLE_PATTERN, options["ae_title"]):
+            raise CommandError("--ae-title: 1 to 16 printable ASCII characters, no backslash.")
+        if not 0 < options["port"] < 65536:
+            raise CommandError("--port: 1 to 65535.")
+        server = worklist_serve(host=options["host"], port=options["port"], ae_title=options["ae_title"])
+        stop = threading.Event()
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self.stdout.write(f"DICOM worklist {options['ae_title']} listening on {options['host']}:{options['port']}")
+        self.stdout.flush()
+        stop.wait()
+        server.shutdown()
+        self.stdout.write("DICOM worklist stopped")

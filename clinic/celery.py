@@ -1,6 +1,7 @@
 """The Celery application: configuration comes from Django settings (namespace CELERY)."""
 
 import os
+import threading
 from typing import Any
 
 from celery import Celery, Task
@@ -23,10 +24,18 @@ app.steps["consumer"].add(WorkerHeartbeat)
 def task_get(name: str) -> Task:
     """The registered task `name`, for code that queues a task its own module cannot import (the task
     module imports it). In a web process nothing has imported the apps' task modules yet (Celery imports
-    them when a worker starts), so the first lookup imports them, as the worker does."""
+    them when a worker starts), so the first lookup imports them, as the worker does. One thread at a time:
+    two threads of a fresh gunicorn worker importing the task modules at once could see one another's
+    half-imported module (Python's import deadlock avoidance) and miss a task (the fault suite found a 500
+    on the first bookings after a restart); gunicorn's post_worker_init now imports them before serving."""
     if name not in app.tasks:
-        app.loader.import_default_modules()
+        with _task_import_lock:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
+
+
+_task_import_lock = threading.Lock()
 
 
 # A span per task run when OpenTelemetry is on (clinic.tracing); by task id, since a thread pool runs several.

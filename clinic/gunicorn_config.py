@@ -66,6 +66,11 @@ def post_worker_init(worker: Any) -> None:
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - imports the URLconf and through it every view module
+    # And every app's Celery task module, before any request thread runs: a commit hook queueing a task
+    # must find it registered (clinic.celery.task_get).
+    from clinic.celery import app
+
+    app.loader.import_default_modules()
     gc.collect()
     gc.freeze()
 

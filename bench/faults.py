@@ -393,7 +393,7 @@ def run_faults(d: Deployment, load: Load) -> dict[str, dict[str, Any]]:
         print(f"[faults] {name}", flush=True)
         load.phase = name
         started = time.monotonic()
-        figures[name] = fault(d) | {"seconds": time.monotonic() - started}
+        figures[name] = fault(d) | {"seconds": time.monotonic() - started, "started": started}
         time.sleep(STEADY_SECONDS)  # the aftermath belongs to the fault
         load.phase = "steady"
         time.sleep(2)
@@ -457,7 +457,7 @@ def settle(d: Deployment, load: Load, timeout: float) -> tuple[dict[str, Any], f
         time.sleep(2)
 
 
-def phase_figures(load: Load, receiver: Receiver, name: str) -> dict[str, Any]:
+def phase_figures(load: Load, receiver: Receiver, name: str, started: float | None = None) -> dict[str, Any]:
     samples = [s for s in load.samples if s.phase == name]
     bad = [s for s in samples if not 200 <= s.status < 300 and s.status != 409]
     first_hook: dict[str, float] = {}
@@ -469,8 +469,14 @@ def phase_figures(load: Load, receiver: Receiver, name: str) -> dict[str, Any]:
         for b in load.bookings
         if b.phase == name and b.appointment_id in first_hook
     ]
+    # Service back: the first 2xx answer to a request sent after the last failed one, from the fault's start.
+    last_bad = max((s.at for s in bad), default=None)
+    back = min(
+        (s.at + s.seconds for s in samples if 200 <= s.status < 300 and last_bad and s.at > last_bad), default=None
+    )
     return {
         "requests": len(samples),
+        "back after s": (back - started) if back is not None and started is not None else 0.0,
         "ok": sum(1 for s in samples if 200 <= s.status < 300),
         "500": sum(1 for s in samples if s.status == 500),
         "app 503": sum(1 for s in samples if s.status == 503 and s.from_app),
@@ -525,7 +531,8 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
     return failures
 
 
-COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "unavailable s", "max latency s"]
+COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "unavailable s", "back after s"]
+COLUMNS += ["max latency s"]
 COLUMNS += ["bookings", "retried", "max webhook delay s"]
 
 
@@ -539,7 +546,8 @@ def report(figures: dict[str, dict[str, Any]], totals: dict[str, Any], failures:
         f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores (shared): two gunicorn",
         "pods (2 workers x 2 threads) behind haproxy, two Celery workers (concurrency 2), beat, a private PostgreSQL 15",
         f"and Redis; {BOOKERS} client threads booking with Idempotency-Key and reading lists, search and details.",
-        "Each row: the fault and the 4 s after it. `unavailable s`: first to last non-2xx/409 answer;",
+        "Each row: the fault and the 4 s after it. `unavailable s`: first to last non-2xx/409 answer; `back after s`:",
+        "from the fault to the first 2xx after the last failure (clients wait out Retry-After: 5 s);",
         "`max webhook delay s`: booking's 201 to the receiver's first valid delivery, for bookings made then.",
         "",
         "| fault | " + " | ".join(COLUMNS) + " | what was done |",
@@ -576,7 +584,10 @@ def main() -> int:
         for thread in threads:
             thread.join(GIVE_UP_SECONDS + 10)
         state, waited = settle(deployment, load, timeout=150)
-        rows = {name: phase_figures(load, deployment.receiver, name) | figures[name] for name in figures}
+        rows = {
+            name: phase_figures(load, deployment.receiver, name, figures[name]["started"]) | figures[name]
+            for name in figures
+        }
         booked = [b for b in load.bookings if b.outcome == "booked"]
         totals = {
             "requests": len(load.samples),

@@ -57,8 +57,8 @@ def wait_until(what: str, check: Any, timeout: float, interval: float = 0.2) -> 
 class Postgres:
     """A throw-away cluster: trust authentication on 127.0.0.1 only, no fsync (a fast restart is clean)."""
 
-    def __init__(self, folder: Path, port: int) -> None:
-        self.folder = folder / "postgres"
+    def __init__(self, folder: Path, port: int, name: str = "postgres") -> None:
+        self.folder = folder / name
         self.data = self.folder / "data"
         self.log = self.folder / "postgres.log"
         self.port = port
@@ -78,14 +78,27 @@ class Postgres:
     def _ctl(self, *args: str) -> None:
         self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), *args)
 
-    def init(self) -> None:
+    def _folder(self) -> None:
         self.folder.mkdir()
         if self.as_user:
             self.folder.parent.chmod(0o755)  # mkdtemp's 0700 would keep the postgres user out
             shutil.chown(self.folder, "postgres", "postgres")
+
+    def init(self) -> None:
+        self._folder()
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
         self.start()
         self._run(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "clinic")
+
+    def init_standby(self, primary: Postgres) -> None:
+        """A hot standby streaming from `primary` (pg_basebackup -R: standby.signal and primary_conninfo;
+        initdb's pg_hba.conf already trusts replication connections from 127.0.0.1)."""
+        self._folder()
+        self._run(
+            *(str(PG_BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"),
+            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast"),
+        )
+        self.start()
 
     def start(self) -> None:
         self._ctl("-l", str(self.log), "-o", self.options, "-w", "start")
@@ -95,7 +108,7 @@ class Postgres:
         self._ctl("-l", str(self.log), "-o", self.options, "-m", "fast", "-w", "restart")
 
     def stop(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
+        with contextlib.suppress(RuntimeError):
             self._ctl("-m", "immediate", "-w", "stop")
 
 

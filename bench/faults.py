@@ -4,7 +4,8 @@ purpose under load, and the right-hand column of issue 20's table asserted.
     .venv/bin/python bench/faults.py [--keep] [--output bench/results/faults.md]
 
 It starts everything itself, on free ports, in a temporary folder (never the shared PostgreSQL or Redis):
-a PostgreSQL 15 cluster (initdb, pg_ctl), a Redis, the `migrate` role, two `web` roles (gunicorn) behind
+a PostgreSQL 15 cluster (initdb, pg_ctl) and a streaming replica of it (pg_basebackup -R) that the web roles
+read lists from (DATABASE_REPLICA_URL), a Redis, the `migrate` role, two `web` roles (gunicorn) behind
 haproxy, two `worker` roles and `beat` (all through docker/entrypoint.sh with DEBUG off), and a receiver
 for webhooks and SMS. Four client threads book appointments (each POST with an Idempotency-Key, retried
 with the same key after a balancer error or a 503, as a well-behaved client does) and read lists, search
@@ -17,7 +18,7 @@ and then asserts: no 500 ever; 503 (with Retry-After) only while PostgreSQL rest
 (a request cut) only when a web pod is SIGKILLed; none at all during the rolling restart; every booking
 exactly once (none lost, none duplicated) and token numbers gap-free; every booked appointment's webhook
 and SMS delivered; an audit row for every request the service answered; beat alive again after its
-outage. It prints a table of figures per fault, writes it to bench/results/faults.md, and exits 1 when an
+outage; the replica served the lists and holds every booking. It prints a table of figures per fault, writes it to bench/results/faults.md, and exits 1 when an
 assertion fails. About 4 minutes on the shared 2-core machine.
 """
 
@@ -205,6 +206,8 @@ class Deployment:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.postgres = Postgres(folder, free_port(55440, 55499))
+        # The web pods read lists and searches from a streaming replica (DATABASE_REPLICA_URL, clinic/replica.py).
+        self.replica = Postgres(folder, free_port(self.postgres.port + 1, 55499), name="replica")
         self.redis = Redis(folder, free_port(56380, 56399))
         self.receiver = Receiver(free_port(56400, 56499))
         self.env = self._environment()
@@ -212,7 +215,11 @@ class Deployment:
         self.web_ports["web2"] = free_port(self.web_ports["web1"] + 1, 56599)
         self.roles: dict[str, Role] = {}
         for name, port in self.web_ports.items():
-            env = self.env | {"GUNICORN_BIND": f"127.0.0.1:{port}", "PROMETHEUS_MULTIPROC_DIR": str(folder / name)}
+            env = self.env | {
+                "GUNICORN_BIND": f"127.0.0.1:{port}",
+                "PROMETHEUS_MULTIPROC_DIR": str(folder / name),
+                "DATABASE_REPLICA_URL": self.replica.url,
+            }
             self.roles[name] = Role(name, "web", env, folder)
         for name in ("worker1", "worker2"):
             self.roles[name] = Role(name, "worker", self.env, folder)
@@ -281,6 +288,7 @@ class Deployment:
             )
         )
         self.receiver.secret = subscription["signing_secret"]
+        self.replica.init_standby(self.postgres)
         self.manage(
             "shell",
             "-c",
@@ -312,6 +320,7 @@ class Deployment:
                 role.kill()
         self.receiver.stop()
         self.redis.stop()
+        self.replica.stop()
         self.postgres.stop()
 
 
@@ -428,6 +437,12 @@ def database_state(d: Deployment, load: Load) -> dict[str, Any]:
                 "WHERE event_type = 'appointment.booked' AND channel = 'sms' AND status IN ('sent', 'skipped')"
             )
         }
+    with psycopg.connect(d.replica.url) as connection:
+        replica = connection.execute(
+            "SELECT pg_is_in_recovery(), xact_commit + xact_rollback, tup_returned, "
+            "(SELECT count(*) FROM appointments_appointment WHERE notes LIKE 'faults %') "
+            "FROM pg_stat_database WHERE datname = 'clinic'"
+        ).fetchone()
     by_key: dict[str, list[str]] = {}
     for notes, appointment_id in rows:
         by_key.setdefault(notes.removeprefix("faults "), []).append(appointment_id)
@@ -436,6 +451,7 @@ def database_state(d: Deployment, load: Load) -> dict[str, Any]:
     ]
     return {
         "token days": len(tokens),
+        "replica": replica,
         "by_key": by_key,
         "gaps": gaps,
         "unaudited": set(request_ids) - audited,
@@ -526,6 +542,12 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
         failures.append(f"{len(unnotified)} booked appointments without an SMS sent")
     if any(not w["valid"] for w in receiver.webhooks):
         failures.append("a webhook with an invalid signature arrived")
+    in_recovery, transactions, _, replicated = state["replica"]
+    lists = sum(1 for s in load.samples if s.kind in ("list", "search") and 200 <= s.status < 300)
+    if not in_recovery or transactions < lists:
+        failures.append(f"the replica (standby: {in_recovery}) ran {transactions} transactions for {lists} lists")
+    if replicated != len(booked):
+        failures.append(f"the replica holds {replicated} of the {len(booked)} bookings after the run")
     if len(booked) < 50:
         failures.append(f"only {len(booked)} bookings: the load did not run")
     return failures
@@ -544,7 +566,7 @@ def report(figures: dict[str, dict[str, Any]], totals: dict[str, Any], failures:
         "# Fault suite (`bench/faults.py`)",
         "",
         f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores (shared): two gunicorn",
-        "pods (2 workers x 2 threads) behind haproxy, two Celery workers (concurrency 2), beat, a private PostgreSQL 15",
+        "pods (2 workers x 2 threads) behind haproxy, two Celery workers (concurrency 2), beat, a private PostgreSQL 15 with a streaming replica",
         f"and Redis; {BOOKERS} client threads booking with Idempotency-Key and reading lists, search and details.",
         "Each row: the fault and the 4 s after it. `unavailable s`: first to last non-2xx/409 answer; `back after s`:",
         "from the fault to the first 2xx after the last failure (clients wait out Retry-After: 5 s);",
@@ -595,6 +617,10 @@ def main() -> int:
             "doctor-days checked gap-free": state["token days"],
             "conflicts": sum(1 for b in load.bookings if b.outcome == "conflict"),
             "replayed 201s": sum(1 for b in booked if b.replayed),
+            "replica transactions": state["replica"][1],
+            "lists and searches answered": sum(
+                1 for s in load.samples if s.kind in ("list", "search") and s.status == 200
+            ),
             "webhook receipts": len(deployment.receiver.webhooks),
             "SMS received": len(deployment.receiver.sms),
             "settled after load s": waited,

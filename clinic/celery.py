@@ -2,12 +2,14 @@
 
 import os
 import threading
+import time
 from typing import Any
 
 from celery import Celery, Task
 from celery.signals import task_postrun, task_prerun
 
 from clinic.heartbeat import WorkerHeartbeat
+from clinic.task_metrics import task_metrics_record
 from clinic.tracing import task_span_start
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
@@ -42,15 +44,22 @@ _task_import_lock = threading.Lock()
 _task_spans: dict[str, Any] = {}
 
 
+_task_started_at: dict[str, float] = {}
+
+
 @task_prerun.connect
 def _task_started(task_id: str, task: Task, **kwargs: Any) -> None:
+    _task_started_at[task_id] = time.monotonic()
     span = task_span_start(task.name)
     if span is not None:
         _task_spans[task_id] = span
 
 
 @task_postrun.connect
-def _task_finished(task_id: str, state: str | None = None, **kwargs: Any) -> None:
+def _task_finished(task_id: str, task: Task, state: str | None = None, **kwargs: Any) -> None:
+    started = _task_started_at.pop(task_id, None)
+    if started is not None:
+        task_metrics_record(task=task.name, state=state or "UNKNOWN", seconds=time.monotonic() - started)
     span = _task_spans.pop(task_id, None)
     if span is not None:
         span.set_attribute("celery.state", state or "")

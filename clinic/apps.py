@@ -6,6 +6,9 @@ class ClinicConfig(AppConfig):
     name = "clinic"
     verbose_name = "Organisation"
 
+    def ready(self) -> None:
+        from clinic import replica  # noqa: F401 - connects the request signals that select the read replica
+
 
 class ClinicAdminConfig(admin_apps.AdminConfig):
     """django.contrib.admin with the clinic's site (two-factor login, see clinic.admin_site) as the default

@@ -159,6 +159,19 @@ DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", default=
 if DATABASE_TRANSACTION_POOLING:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
+# An optional streaming replica of the same database (clinic/replica.py): lag-tolerant reads (lists, search,
+# the billing summary, FHIR search) go there; everything else, and a request once it wrote, to the primary.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL", default="")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(
+        DATABASE_REPLICA_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
+    )
+    DATABASES["replica"].setdefault("OPTIONS", {})
+    if DATABASE_TRANSACTION_POOLING:
+        DATABASES["replica"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        DATABASES["replica"]["OPTIONS"]["prepare_threshold"] = None
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the test database through it
+    DATABASE_ROUTERS = ["clinic.replica.ReplicaRouter"]
 # test_<database>: two checkouts testing against two databases of one server never share a test database.
 DATABASES["default"]["TEST"] = {
     "NAME": env_str("TEST_DATABASE_NAME", default=f"test_{DATABASES['default']['NAME'] or 'clinic'}")

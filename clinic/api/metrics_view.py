@@ -15,14 +15,16 @@ import hmac
 import os
 from collections.abc import Iterator
 
+import redis
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from clinic.task_metrics import task_metrics_read
 from integrations.selectors import outbox_backlogs
 
 
@@ -48,6 +50,51 @@ class OutboxCollector(Collector):
         yield age
 
 
+class TaskCollector(Collector):
+    """Celery task counts by final state and run time, per task, from the hash workers add to (clinic.task_metrics)."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        try:
+            counts, seconds = task_metrics_read()
+        except redis.RedisError:
+            return
+        total = CounterMetricFamily(
+            "clinic_celery_tasks", "Celery tasks finished, by task and final state.", labels=["task", "state"]
+        )
+        for (task, state), count in sorted(counts.items()):
+            total.add_metric([task, state], count)
+        spent = CounterMetricFamily("clinic_celery_task_seconds", "Celery task run time, by task.", labels=["task"])
+        for task, value in sorted(seconds.items()):
+            spent.add_metric([task], value)
+        yield total
+        yield spent
+
+
+class DatabaseConnectionsCollector(Collector):
+    """Server connections to this database by state (active, idle, idle in transaction...), and the server's
+    max_connections: the pool use PostgreSQL sees, PgBouncer's server pool included."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT coalesce(state, 'unknown'), count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() GROUP BY 1"
+                )
+                by_state = cursor.fetchall()
+                cursor.execute("SELECT current_setting('max_connections')::int")
+                (maximum,) = cursor.fetchone() or (0,)
+        except DatabaseError:
+            return
+        used = GaugeMetricFamily(
+            "clinic_database_connections", "Server connections to the database, by state.", labels=["state"]
+        )
+        for state, count in by_state:
+            used.add_metric([state], count)
+        yield used
+        yield GaugeMetricFamily("clinic_database_max_connections", "PostgreSQL's max_connections.", value=maximum)
+
+
 def _registry() -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
@@ -56,6 +103,8 @@ def _registry() -> CollectorRegistry:
         registry = CollectorRegistry()
         registry.register(_ProcessCollector())
     registry.register(OutboxCollector())
+    registry.register(TaskCollector())
+    registry.register(DatabaseConnectionsCollector())
     return registry
 
 

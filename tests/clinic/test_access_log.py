@@ -101,3 +101,32 @@ def test_the_web_role_runs_gunicorn_with_this_configuration():
     assert result.returncode == 0, result.stderr
     assert "<AccessLogger()>" in result.stdout
     assert gunicorn_config.access_log_format in result.stdout
+
+
+def test_access_log_format_json_gives_one_object_with_the_route_and_client_but_no_path(monkeypatch):
+    import json
+
+    from clinic.api.request_id import current_client_id, current_route
+
+    monkeypatch.setenv("ACCESS_LOG_FORMAT", "json")
+    route, client = current_route.set("patient-detail"), current_client_id.set("client-abc")
+    try:
+        line = json.loads(_access_line("/api/v1/patients/PAT-000042?search=Kavitha"))
+    finally:
+        current_route.reset(route)
+        current_client_id.reset(client)
+
+    assert line.pop("time").endswith("Z")
+    assert line == {
+        "level": "INFO",
+        "logger": "gunicorn.access",
+        "message": "request",
+        "method": "GET",
+        "route": "patient-detail",
+        "status": 401,
+        "duration_ms": 12.0,
+        "bytes": 224,
+        "request_id": "req-42",
+        "client_id": "client-abc",
+        "remote_addr": "203.0.113.5",
+    }

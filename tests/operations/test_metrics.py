@@ -73,3 +73,26 @@ def test_metrics_with_the_token_answer_the_pod_ip_as_host_with_routes_and_the_ou
     assert samples[key] >= 1
     assert ("clinic_ratelimit_fallback_total", ()) in samples
     assert b"/api/v1/branches" not in response.content  # routes by name, never raw paths
+
+
+def test_metrics_carry_celery_task_counts_and_run_time_and_database_connections(
+    client: Any, settings: Any, metrics_token: str
+) -> None:
+    """A real task run through Celery's signals (apply(): in this process, prerun and postrun fire as in a
+    worker) is counted in Redis, which every pod's /metrics reads; connections come from pg_stat_activity."""
+    from clinic.heartbeat import redis_connection
+    from clinic.task_metrics import metrics_key
+    from integrations.tasks import purge_expired_tokens
+
+    redis_connection().delete(metrics_key())
+    purge_expired_tokens.apply()
+    purge_expired_tokens.apply()
+
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    samples = _samples(response)
+    name = purge_expired_tokens.name
+    assert samples[("clinic_celery_tasks_total", (("state", "SUCCESS"), ("task", name)))] == 2
+    assert 0 < samples[("clinic_celery_task_seconds_total", (("task", name),))] < 10
+    assert samples[("clinic_database_connections", (("state", "active"),))] >= 1  # this scrape's own query
+    assert samples[("clinic_database_max_connections", ())] >= 10

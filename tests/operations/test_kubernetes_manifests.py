@@ -33,7 +33,7 @@ def production() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_the_base_renders_too() -> None:
-    assert len(render("deploy/kubernetes/base")) == 17
+    assert len(render("deploy/kubernetes/base")) == 20
 
 
 def test_production_holds_every_role_and_the_objects_around_them(production: dict[Any, Any]) -> None:
@@ -41,6 +41,7 @@ def test_production_holds_every_role_and_the_objects_around_them(production: dic
         ("ConfigMap", "clinic-config"),
         ("Deployment", "beat"),
         ("Deployment", "dicom-worklist"),
+        ("Deployment", "hl7-listener"),
         ("Deployment", "pgbouncer"),
         ("Deployment", "web"),
         ("Deployment", "worker"),
@@ -49,11 +50,13 @@ def test_production_holds_every_role_and_the_objects_around_them(production: dic
         ("Namespace", "clinic"),
         ("NetworkPolicy", "default-deny-ingress"),
         ("NetworkPolicy", "dicom-worklist-ingress"),
+        ("NetworkPolicy", "hl7-listener-ingress"),
         ("NetworkPolicy", "pgbouncer-ingress"),
         ("NetworkPolicy", "web-ingress"),
         ("PodDisruptionBudget", "pgbouncer"),
         ("PodDisruptionBudget", "web"),
         ("Service", "dicom-worklist"),
+        ("Service", "hl7-listener"),
         ("Service", "pgbouncer"),
         ("Service", "web"),
     ]
@@ -74,6 +77,7 @@ def test_only_the_migrate_job_migrates_and_each_role_runs_its_entrypoint_role(pr
             ("Deployment", "worker"),
             ("Deployment", "beat"),
             ("Deployment", "dicom-worklist"),
+            ("Deployment", "hl7-listener"),
             ("Job", "migrate"),
         ]
     }
@@ -82,6 +86,7 @@ def test_only_the_migrate_job_migrates_and_each_role_runs_its_entrypoint_role(pr
         "worker": ["worker"],
         "beat": ["beat"],
         "dicom-worklist": ["dicom-worklist"],
+        "hl7-listener": ["hl7-listener"],
         "migrate": ["migrate"],
     }
     assert production[("Deployment", "beat")]["spec"]["replicas"] == 2  # one active, one standby (clinic/beat.py)

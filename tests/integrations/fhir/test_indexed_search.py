@@ -34,7 +34,9 @@ def _plan(client: Any, resource_type: str, params: list[tuple[str, str]]) -> str
     [
         ("Patient", [("birthdate", "ge1990-01-01"), ("birthdate", "lt1991")], "patient_birth_date"),
         ("Patient", [("identifier", "PAT-000123")], "patient_id_normalised"),
-        ("Patient", [("name", "pri")], "patient_name_page"),  # through the name words' dictionary
+        # Through the name words' dictionary, then the patients by search_name: patient_name_page, or the trigram
+        # index, which answers equality too (the planner's pick depends on what other tests left in the stats).
+        ("Patient", [("name", "pri")], ("patient_name_page", "patient_name_trgm")),
         ("Patient", [("name", "priya sh")], "patient_name_trgm"),
         ("Patient", [("phone", "543210")], "patient_phone_tail"),
         ("Encounter", [("date", "ge2026-01-01")], "visit_start_order"),
@@ -42,11 +44,11 @@ def _plan(client: Any, resource_type: str, params: list[tuple[str, str]]) -> str
     ],
 )
 def test_each_search_plans_its_index(
-    world: RecordWorld, resource_type: str, params: list[tuple[str, str]], index: str
+    world: RecordWorld, resource_type: str, params: list[tuple[str, str]], index: str | tuple[str, ...]
 ) -> None:
     plan = _plan(_client(), resource_type, params)
 
-    assert index in plan, plan
+    assert any(name in plan for name in ((index,) if isinstance(index, str) else index)), plan
     assert "Seq Scan" not in plan, plan
 
 

@@ -145,6 +145,7 @@ class Role:
     def __init__(self, name: str, role: str, env: dict[str, str], folder: Path) -> None:
         self.name, self.role, self.env, self.folder = name, role, env, folder
         self.process: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()  # a deliberate stop, against the supervisor's restart of an exited role
 
     def start(self) -> None:
         self.process = subprocess.Popen(
@@ -161,24 +162,34 @@ class Role:
 
     def kill(self) -> None:
         """SIGKILL to the whole process group: the OOM killer or a lost node, no chance to clean up."""
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-            self.process = None
+        with self.lock:
+            if self.process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+                self.process = None
 
     def terminate(self, timeout: float = 60) -> float:
         """SIGTERM to the main process only (what Kubernetes sends); seconds until it exited."""
-        assert self.process is not None
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # stragglers of a failed stop
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.process = None
-        return time.monotonic() - started
+        with self.lock:
+            assert self.process is not None
+            started = time.monotonic()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            finally:
+                with contextlib.suppress(ProcessLookupError):  # stragglers of a failed stop
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            self.process = None
+            return time.monotonic() - started
+
+    def restart_if_exited(self) -> bool:
+        """Start the role again if it exited on its own (not stopped by the suite): a restart policy."""
+        with self.lock:
+            if self.process is None or self.process.poll() is None:
+                return False
+            self.start()
+            return True
 
 
 def http_status(url: str, timeout: float = 2) -> int:

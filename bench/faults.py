@@ -395,6 +395,22 @@ FAULTS: list[tuple[str, Callable[[Deployment], dict[str, Any]]]] = [
 STEADY_SECONDS = 4
 
 
+SUPERVISED = ("worker1", "worker2", "beat")
+
+
+def supervise(d: Deployment, stop: threading.Event, restarts: list[str]) -> None:
+    """What the orchestrator's restart policy does in production (compose `restart: unless-stopped`, a
+    Deployment's pods): a worker or beat that exits on its own is started again, and the report counts it.
+    Celery 5.7 with kombu's Redis transport can exit when the broker connection is lost while it closes its
+    channel ("Unrecoverable error: AttributeError ... 'hostname'", an upstream race): without a restart
+    policy, its queued deliveries and the beat-run audit flush would wait forever."""
+    while not stop.wait(1):
+        for name in SUPERVISED:
+            if d.roles[name].restart_if_exited():
+                restarts.append(name)
+                print(f"[faults] {name} had exited on its own; restarted (restart policy)", flush=True)
+
+
 def run_faults(d: Deployment, load: Load) -> dict[str, dict[str, Any]]:
     figures: dict[str, dict[str, Any]] = {}
     time.sleep(STEADY_SECONDS + 2)
@@ -601,11 +617,17 @@ def main() -> int:
         threads = [threading.Thread(target=load.booker, args=(i,), daemon=True) for i in range(BOOKERS)]
         for thread in threads:
             thread.start()
+        restarts: list[str] = []
+        supervisor_stop = threading.Event()
+        supervisor = threading.Thread(target=supervise, args=(deployment, supervisor_stop, restarts), daemon=True)
+        supervisor.start()
         figures = run_faults(deployment, load)
         load.stop.set()
         for thread in threads:
             thread.join(GIVE_UP_SECONDS + 10)
         state, waited = settle(deployment, load, timeout=150)
+        supervisor_stop.set()
+        supervisor.join(5)
         rows = {
             name: phase_figures(load, deployment.receiver, name, figures[name]["started"]) | figures[name]
             for name in figures
@@ -624,6 +646,7 @@ def main() -> int:
             "webhook receipts": len(deployment.receiver.webhooks),
             "SMS received": len(deployment.receiver.sms),
             "settled after load s": waited,
+            "roles restarted by the restart policy": ", ".join(restarts) or "none",
             "run s": time.monotonic() - started,
         }
         failures = check(load, state, deployment.receiver, rows)

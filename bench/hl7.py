@@ -1,10 +1,11 @@
 """HL7 v2 over MLLP: ORU^R01 ingest by the listener and outbound throughput to a local receiver.
 
-    .venv/bin/python bench/hl7.py [--oru 300] [--connections 4] [--outbound 1000]
+    .venv/bin/python bench/hl7.py [--oru 300] [--connections 4] [--processes 1 2] [--outbound 1000]
 
 Uses its own database (clinic_bench_hl7). Short on purpose (the development machine is shared):
-- ingest: the real listener (integrations.hl7.listener, 4 database threads) in this process; `--connections`
-  client connections each send ORU^R01 messages one after the other (each waits for its ACK, as MLLP does),
+- ingest: the real listener (`manage.py hl7_listener`, 4 database threads per process) in its own process, a
+  run for each `--processes` count (default 1, then 2: one process is bound to one core by its interpreter
+  lock); `--connections` client connections each send ORU^R01 messages one after the other (each waits for its ACK, as MLLP does),
   every message carrying 10 results for its own collected order; every ACK must be AA.
 - outbound: `--outbound` appointment events published (each writes its HL7 message with the event), then one
   drain sends them in order over one MLLP connection to a local receiver answering AA at once.
@@ -13,10 +14,11 @@ Uses its own database (clinic_bench_hl7). Short on purpose (the development mach
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -74,10 +76,9 @@ def ack_receiver(port: int, stop: threading.Event) -> None:
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
-def ingest(count: int, connections: int) -> dict[str, Any]:
+def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
     from django.utils import timezone
 
-    from integrations.hl7.listener import Listener
     from integrations.hl7.models import Hl7Sender
     from lab import services
     from lab.models import Priority, RangeSex, ReferenceRange
@@ -120,22 +121,25 @@ def ingest(count: int, connections: int) -> dict[str, Any]:
         return "\r".join(lines) + "\r"
 
     port = free_port()
-    loop = asyncio.new_event_loop()
-    stopped = threading.Event()
-    listener = Listener(host="127.0.0.1", port=port, threads=4)
-
-    def run() -> None:
-        async def main() -> None:
-            await listener.start()
-            while not stopped.is_set():
-                await asyncio.sleep(0.1)
-            await listener.stop()
-
-        loop.run_until_complete(main())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    time.sleep(0.5)
+    # The listener as the hl7-listener role runs it: its own process(es), so the clients here take none of its
+    # CPU (or interpreter lock).
+    listener = subprocess.Popen(  # noqa: S603 - our own command line
+        [
+            sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port),
+            "--processes", str(processes), "--threads", "4",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LOG_LEVEL": "WARNING"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if listener.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the listener did not start") from None
+            time.sleep(0.2)
     latencies: list[float] = []
     codes: dict[str, int] = {}
     lock = threading.Lock()
@@ -157,10 +161,10 @@ def ingest(count: int, connections: int) -> dict[str, Any]:
     with ThreadPoolExecutor(connections) as pool:
         list(pool.map(client, parts))
     elapsed = time.perf_counter() - started
-    stopped.set()
-    thread.join(10)
+    listener.send_signal(signal.SIGTERM)
+    listener.wait(30)
     return {
-        "run": f"ORU^R01 ingest, 10 results each, {connections} connections",
+        "run": f"ORU^R01 ingest, 10 results each, {connections} connections, {processes} listener process(es)",
         "messages": count,
         "per_s": round(count / elapsed, 1),
         "p50_ms": round(percentile(latencies, 0.5), 1),
@@ -222,6 +226,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--oru", type=int, default=300)
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2], help="Listener processes, a run each.")
     parser.add_argument("--outbound", type=int, default=1000)
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
@@ -234,7 +239,8 @@ def main() -> int:
     import logging
 
     logging.disable(logging.INFO)
-    rows = [ingest(args.oru, args.connections), outbound(args.outbound)]
+    rows = [ingest(args.oru, args.connections, processes) for processes in args.processes]
+    rows.append(outbound(args.outbound))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "hl7.json").write_text(json.dumps(rows, indent=2))
     lines = ["| run | messages | messages/s | p50 ms | p95 ms | ACKs |", "|---|---|---|---|---|---|"]

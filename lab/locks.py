@@ -17,6 +17,8 @@ import uuid
 from lab.models import LabOrder
 
 
-def lab_order_lock(*, order_id: uuid.UUID) -> LabOrder:
-    """Re-read the order under a row lock (its row only; the branch is read, not locked)."""
-    return LabOrder.objects.select_for_update(of=("self",)).select_related("branch").get(pk=order_id)
+def lab_order_lock(*, order_id: uuid.UUID, with_patient: bool = False) -> LabOrder:
+    """Re-read the order under a row lock (its row only; the branch, and the patient when asked for, are
+    read, not locked)."""
+    related = ("branch", "patient") if with_patient else ("branch",)
+    return LabOrder.objects.select_for_update(of=("self",)).select_related(*related).get(pk=order_id)

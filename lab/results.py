@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
@@ -70,8 +69,19 @@ def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
     return max(0, interpretation.age_in_days(order.patient.date_of_birth, day))
 
 
-def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list[_Checked]:
-    """Every posted result resolved against the order and its catalogue; all problems in one FieldError."""
+@dataclass
+class _State:
+    """What the post is checked against, read once under the order's lock: the order's items (by test code;
+    a test is on an order once), their tests' analytes (by test and code) with their ranges, and the current
+    result versions (by item and analyte). Item and order statuses are derived from it after the write, so
+    they cost no further reads."""
+
+    items: dict[str, LabOrderItem]
+    analytes: dict[tuple[Any, str], Analyte]
+    current: dict[tuple[Any, Any], LabResult]
+
+
+def _state(order: LabOrder) -> _State:
     items = {item.test.code: item for item in order.items.select_related("test")}
     analytes = {
         (analyte.test_id, analyte.code): analyte
@@ -83,6 +93,12 @@ def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list
         (result.item_id, result.analyte_id): result
         for result in LabResult.objects.filter(item__order=order, current=True)
     }
+    return _State(items=items, analytes=analytes, current=current)
+
+
+def _check(order: LabOrder, state: _State, results: Sequence[ResultInput], status: str) -> list[_Checked]:
+    """Every posted result resolved against the order and its catalogue; all problems in one FieldError."""
+    items, analytes, current = state.items, state.analytes, state.current
     errors: dict[str, str] = {}
     checked: list[_Checked] = []
     seen: dict[tuple[Any, Any], int] = {}
@@ -141,15 +157,34 @@ def _check(order: LabOrder, results: Sequence[ResultInput], status: str) -> list
     return checked
 
 
-def _item_status(item: LabOrderItem) -> str:
-    current = list(LabResult.objects.filter(item=item, current=True).values_list("analyte_id", "status"))
+def _item_status(item: LabOrderItem, state: _State) -> str:
+    """The item's status from the current versions (state.current, already holding this post's)."""
+    statuses = [result.status for (item_id, _), result in state.current.items() if item_id == item.id]
     if item.test.kind == TestKind.IMAGING:
-        done = any(status in FINAL_STATUSES for _, status in current)
+        done = any(status in FINAL_STATUSES for status in statuses)
         # A procedure the modality reported completed (MPPS) stays completed while its report is drafted.
         return ItemStatus.COMPLETED if done or item.status == ItemStatus.COMPLETED else ItemStatus.IN_PROGRESS
-    analyte_ids = set(Analyte.objects.filter(test_id=item.test_id).values_list("id", flat=True))
-    finals = {analyte for analyte, status in current if status in FINAL_STATUSES}
+    analyte_ids = {analyte.id for (test_id, _), analyte in state.analytes.items() if test_id == item.test_id}
+    finals = {
+        analyte_id
+        for (item_id, analyte_id), result in state.current.items()
+        if item_id == item.id and result.status in FINAL_STATUSES
+    }
     return ItemStatus.FINAL if analyte_ids and analyte_ids <= finals else ItemStatus.RESULTED
+
+
+def _order_done(state: _State) -> bool:
+    """Every item that is not cancelled is final (lab) or completed with a final report (imaging: an item
+    the modality completed by MPPS is done only once its final report is in)."""
+    reported = {item_id for (item_id, _), result in state.current.items() if result.status in FINAL_STATUSES}
+    for item in state.items.values():
+        if item.status == ItemStatus.CANCELLED:
+            continue
+        if item.status not in (ItemStatus.FINAL, ItemStatus.COMPLETED):
+            return False
+        if item.test.kind == TestKind.IMAGING and item.id not in reported:
+            return False
+    return True
 
 
 @transaction.atomic
@@ -178,14 +213,15 @@ def lab_results_record(
         errors["performed_at"] = "Cannot be in the future."
     if not results:
         errors["results"] = "Post at least one result."
-    order = locks.lab_order_lock(order_id=order.pk)
+    order = locks.lab_order_lock(order_id=order.pk, with_patient=True)
     if order.status not in RECORDABLE:
         raise InvalidState(f"Cannot record results on an order that is {order.status}.", current_status=order.status)
     if "performed_at" not in errors and performed_at < order.created_at - CLOCK_TOLERANCE:
         errors["performed_at"] = "Cannot be before the order was placed."
     # One 400 names every bad field: the post's own and each result's.
+    state = _state(order)
     try:
-        checked = _check(order, results, status)
+        checked = _check(order, state, results, status)
     except FieldError as exc:
         errors.update(exc.errors)
         checked = []
@@ -225,18 +261,17 @@ def lab_results_record(
     if superseded:
         LabResult.objects.filter(pk__in=superseded).update(current=False)
     LabResult.objects.bulk_create(versions)
+    state.current.update({(version.item_id, version.analyte_id): version for version in versions})
+    changed = []
     for item in {entry.item.id: entry.item for entry in checked}.values():
-        item.status = _item_status(item)
-        item.save(update_fields=["status"])
+        new_status = _item_status(item, state)
+        if new_status != item.status:
+            item.status = new_status
+            changed.append(item)
+    if changed:
+        LabOrderItem.objects.bulk_update(changed, ["status"])
     was_final = order.status == OrderStatus.FINAL
-    open_items = order.items.exclude(status=ItemStatus.CANCELLED)
-    # An imaging item completed at the modality (MPPS) is done only once its final report is in.
-    final_report = LabResult.objects.filter(item=OuterRef("pk"), current=True, status__in=FINAL_STATUSES)
-    unreported = open_items.filter(test__kind=TestKind.IMAGING).exclude(Exists(final_report))
-    all_done = (
-        not open_items.exclude(status__in=(ItemStatus.FINAL, ItemStatus.COMPLETED)).exists() and not unreported.exists()
-    )
-    order.status = OrderStatus.FINAL if all_done else OrderStatus.RESULTED
+    order.status = OrderStatus.FINAL if _order_done(state) else OrderStatus.RESULTED
     order.save(update_fields=["status", "updated_at"])
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any
     # amendment follow as their own events.

@@ -315,10 +315,6 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
         "sending_facility": msh.get(4)[:180],
         "control_id": control_id[:199],
     }
-    stored = Hl7ReceivedMessage.objects.filter(**key).values_list("ack", flat=True).first()
-    if stored is not None:
-        logger.info("HL7 message %s from %s: repeated, answered with its stored ACK", control_id, peer)
-        return stored
     try:
         with transaction.atomic():
             # Copies of one message arriving at once on two connections wait for each other here; the second
@@ -328,8 +324,10 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                     ["hl7:" + "|".join((key["sending_application"], key["sending_facility"], key["control_id"]))],
                 )
+            # One look, under the lock: a repeat is rare, and its answer is the stored ACK.
             stored = Hl7ReceivedMessage.objects.filter(**key).values_list("ack", flat=True).first()
             if stored is not None:
+                logger.info("HL7 message %s from %s: repeated, answered with its stored ACK", control_id, peer)
                 return stored
             order_ids = _apply(segments, msh)
             ack = ack_build(code="AA", control_id=control_id, msh=msh)

@@ -14,8 +14,11 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
+import socket
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -62,8 +65,9 @@ def _connections_close(barrier: threading.Barrier) -> None:
 
 
 class Listener:
-    def __init__(self, *, host: str, port: int, threads: int = 4) -> None:
+    def __init__(self, *, host: str, port: int, threads: int = 4, sock: socket.socket | None = None) -> None:
         self.host, self.port = host, port
+        self.sock = sock  # a socket already listening (shared by the processes of --processes)
         self.threads = threads
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hl7")
         self.max_bytes = settings.HL7_LISTENER_MAX_MESSAGE_BYTES
@@ -136,7 +140,10 @@ class Listener:
                 deadline = loop.time() + self.read_timeout  # the next frame gets its own time
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=65536)
+        if self.sock is not None:
+            self.server = await asyncio.start_server(self._connection, sock=self.sock, limit=65536)
+        else:
+            self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=65536)
         sockets = self.server.sockets or ()
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -162,14 +169,71 @@ class Listener:
         await self.stop()
 
 
-def listener_run(*, host: str, port: int, threads: int = 4) -> None:
-    """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand)."""
-
+def _serve(*, host: str, port: int, threads: int, sock: socket.socket | None = None) -> None:
     async def main() -> None:
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopped.set)
-        await Listener(host=host, port=port, threads=threads).serve_until_stopped(stopped)
+        await Listener(host=host, port=port, threads=threads, sock=sock).serve_until_stopped(stopped)
 
     asyncio.run(main())
+
+
+def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) -> None:
+    """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand).
+
+    With `processes` > 1 the listening socket is opened here and shared by that many forked processes (the
+    kernel hands each new connection to one of them), so message handling, which is Python work under one
+    interpreter lock per process, uses more than one core; this process only supervises: it restarts a
+    process that died and passes SIGTERM/SIGINT on to all. A message is still applied once whichever
+    process takes it (inbound.message_handle's lock and unique key are in the database)."""
+    if processes <= 1:
+        _serve(host=host, port=port, threads=threads)
+        return
+    sock = socket.create_server((host, port), backlog=256)
+    connections.close_all()  # no database connection may be shared with the children
+    children: dict[int, int] = {}  # pid -> slot
+    stopping = False
+
+    def spawn(slot: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the child: serve, then leave without running the parent's exit handlers
+            code = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _serve(host=host, port=port, threads=threads, sock=sock)
+            except BaseException:
+                logger.exception("HL7 listener process %d failed", slot)
+                code = 1
+            finally:
+                os._exit(code)
+        children[pid] = slot
+
+    def stop(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    logger.info("HL7 listener on %s:%d, %d processes", host, port, processes)
+    for slot in range(processes):
+        spawn(slot)
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait itself
+            continue
+        slot = children.pop(pid, None)
+        if slot is not None and not stopping:
+            logger.error("HL7 listener process %d exited (status %d): restarting it", slot, status)
+            time.sleep(1)
+            if not stopping:
+                spawn(slot)
+    sock.close()

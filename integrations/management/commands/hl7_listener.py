@@ -1,13 +1,15 @@
-"""python manage.py hl7_listener [--host 0.0.0.0] [--port 2575] [--threads 4]
+"""python manage.py hl7_listener [--host 0.0.0.0] [--port 2575] [--threads 4] [--processes 1]
 
 Accepts ORU^R01 over MLLP from the senders allowed in the admin (HL7 senders) and applies the results
-(integrations.hl7.inbound). Stops on SIGTERM after finishing the messages in hand."""
+(integrations.hl7.inbound). Stops on SIGTERM after finishing the messages in hand. `--processes N` forks N
+listening processes sharing the port, to use N cores (default HL7_LISTENER_PROCESSES, 1)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser, CommandError
 
 from integrations.hl7.listener import listener_run
 
@@ -19,8 +21,20 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="0.0.0.0")  # noqa: S104 - a listener serves the network
         parser.add_argument("--port", type=int, default=2575)
         parser.add_argument("--threads", type=int, default=4, help="Threads applying messages (database work).")
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=settings.HL7_LISTENER_PROCESSES,
+            help="Processes sharing the port (each with its threads); more than one uses more cores.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not 1 <= options["processes"] <= 64:
+            raise CommandError("--processes must be between 1 and 64.")
+        if not 1 <= options["threads"] <= 64:
+            raise CommandError("--threads must be between 1 and 64.")
         self.stdout.write(f"HL7 listener on {options['host']}:{options['port']}")
         self.stdout.flush()
-        listener_run(host=options["host"], port=options["port"], threads=options["threads"])
+        listener_run(
+            host=options["host"], port=options["port"], threads=options["threads"], processes=options["processes"]
+        )

@@ -20,6 +20,7 @@ from typing import Any
 
 import hl7
 import pytest
+from django.core.management import CommandError, call_command
 from hl7.client import MLLPClient
 
 from integrations.hl7.models import Hl7ReceivedMessage, Hl7Sender
@@ -176,10 +177,8 @@ def test_the_same_message_on_two_connections_at_once_is_applied_once(listener: A
     assert Hl7ReceivedMessage.objects.count() == 1
 
 
-def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigterm(settings: Any) -> None:
-    """`manage.py hl7_listener` as the hl7-listener role runs it, against this test's database."""
-    Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
-    port = free_port()
+def _listener_process(settings: Any, port: int, *extra: str) -> subprocess.Popen[bytes]:
+    """`manage.py hl7_listener` as the hl7-listener role runs it, against this test's database, once it listens."""
     database = settings.DATABASES["default"]
     env = {
         **os.environ,
@@ -187,22 +186,33 @@ def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigt
         "LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(  # noqa: S603 - our own command line
-        [sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port), *extra],
         cwd=Path(__file__).resolve().parents[3],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(process.stderr.read() if process.stderr else "not listening") from None
+            time.sleep(0.2)
+
+
+def _children(pid: int) -> set[int]:
+    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigterm(settings: Any) -> None:
+    Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
+    port = free_port()
+    process = _listener_process(settings, port)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
         text = "MSH|^~\\&|LIS|LAB|CLINIC|BLR|20261126||ORU^R01^ORU_R01|P1|P|2.4\rPID|1||X\r"
         with MLLPClient("127.0.0.1", port) as client:
             assert msa(hl7.parse(client.send_message(text))) == ("AR", "P1")
@@ -212,6 +222,51 @@ def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigt
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_processes_share_the_port_a_dead_one_is_replaced_and_sigterm_stops_all(settings: Any) -> None:
+    """--processes 2: both serve the one port; a process killed outright is started again by the supervising
+    one, and messages keep being answered; SIGTERM stops the supervisor and every process."""
+    Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
+    port = free_port()
+    process = _listener_process(settings, port, "--processes", "2")
+
+    def refused_version(control_id: str) -> tuple[str, str]:
+        text = f"MSH|^~\\&|LIS|LAB|CLINIC|BLR|20261126||ORU^R01^ORU_R01|{control_id}|P|2.4\rPID|1||X\r"
+        with MLLPClient("127.0.0.1", port) as client:
+            return msa(hl7.parse(client.send_message(text)))
+
+    try:
+        children = _children(process.pid)
+        assert len(children) == 2
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(refused_version, [f"M{n}" for n in range(8)]))
+        assert answers == [("AR", f"M{n}") for n in range(8)]
+
+        killed = min(children)
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while not (len(_children(process.pid)) == 2 and killed not in _children(process.pid)):
+            assert time.monotonic() < deadline, _children(process.pid)
+            time.sleep(0.2)
+        assert [refused_version(f"N{n}") for n in range(4)] == [("AR", f"N{n}") for n in range(4)]
+
+        children = _children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        for child in children:
+            assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_the_command_refuses_a_process_or_thread_count_out_of_range() -> None:
+    with pytest.raises(CommandError, match="--processes"):
+        call_command("hl7_listener", "--processes", "0")
+    with pytest.raises(CommandError, match="--threads"):
+        call_command("hl7_listener", "--threads", "65")
 
 
 def test_an_imaging_report_and_an_amendment_and_a_listener_restart(listener: Any) -> None:

@@ -20,12 +20,14 @@ from typing import Any, cast
 from django.conf import settings
 from django.db import close_old_connections, connection
 from pydicom.dataset import Dataset
-from pynetdicom import AE, evt
+from pynetdicom import AE, _config, evt
+from pynetdicom import service_class as pynetdicom_service_class
 from pynetdicom.transport import ThreadedAssociationServer
 
 from clinic.errors import Conflict, InvalidState, NotFound
+from integrations.dicom.encoding import EncodedAnswer
 from integrations.dicom.selectors import Caller, calling_ae_allowed
-from integrations.dicom.worklist import QueryError, identifier_for, query_from_identifier
+from integrations.dicom.worklist import QueryError, answer_elements, query_from_identifier, requested_keys
 from lab.procedures import imaging_procedure_finish, imaging_procedure_start
 from lab.selectors import imaging_worklist
 
@@ -106,7 +108,8 @@ def handle_find(event: Any) -> Iterator[tuple[int, Dataset | None]]:
         requested = event.identifier
         query = query_from_identifier(requested, branch_id=caller.branch_id, zone=caller.zone)
         entries = imaging_worklist(query, limit=settings.DICOM_WORKLIST_MAX_RESULTS)
-        answers = [identifier_for(entry, requested) for entry in entries]
+        keys = requested_keys(requested)
+        answers = [EncodedAnswer(answer_elements(entry, keys)) for entry in entries]
     except QueryError as exc:
         logger.info("dicom c-find refused", extra={"reason": str(exc)})
         yield FIND_IDENTIFIER_MISMATCH, None
@@ -203,7 +206,40 @@ HANDLERS: list[Any] = [
 ]
 
 
+def _library_logging_quiet() -> None:
+    """pynetdicom's own logging, off: its standard handlers format every PDU and DIMSE message, and it renders
+    every request and response identifier (pretty_dataset) for a debug line, whatever the log level, so a
+    worklist of 70 items was formatted 70 times for nothing; those lines would also carry patient names. Our
+    handlers log what happened, by ids. Set before the AE exists (handlers are bound per association)."""
+    _config.LOG_HANDLER_LEVEL = "none"
+    _config.LOG_REQUEST_IDENTIFIERS = False
+    _config.LOG_RESPONSE_IDENTIFIERS = False
+
+
+_library_encode = pynetdicom_service_class.encode
+
+
+def _answer_encode(ds: Dataset, is_implicit_vr: bool, is_little_endian: bool, deflated: bool = False) -> bytes | None:
+    """pynetdicom's encode() for the identifiers its C-FIND service sends: our answers (EncodedAnswer) in little
+    endian are written by integrations.dicom.encoding; everything else as pynetdicom does."""
+    if isinstance(ds, EncodedAnswer):
+        if is_little_endian and not deflated:
+            return ds.encoded(explicit_vr=not is_implicit_vr)
+        ds = ds.dataset()
+    return _library_encode(ds, is_implicit_vr, is_little_endian, deflated)
+
+
+def _answer_encoding_install() -> None:
+    """pynetdicom takes a Dataset from a C-FIND handler and encodes it with the `encode` its service_class
+    module imported; that name is the one hook there is (a handler cannot hand it bytes). Replaced once,
+    before serving; a Dataset that is not an EncodedAnswer is encoded exactly as before."""
+    if getattr(pynetdicom_service_class, "encode", None) is not _answer_encode:
+        pynetdicom_service_class.encode = _answer_encode
+
+
 def worklist_ae(ae_title: str) -> AE:
+    _library_logging_quiet()
+    _answer_encoding_install()
     ae = AE(ae_title=ae_title)
     for context in (VERIFICATION, MODALITY_WORKLIST_FIND, MODALITY_PERFORMED_PROCEDURE_STEP):
         ae.add_supported_context(context)

@@ -21,8 +21,8 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from pydicom.dataset import Dataset
-from pydicom.sequence import Sequence
 
+from integrations.dicom.encoding import Element, elements_dataset
 from lab.models import ItemStatus, Priority
 from lab.selectors import TextMatch, WorklistEntry, WorklistQuery
 
@@ -115,30 +115,28 @@ def _pn(*parts: str) -> str:
     return "^".join(re.sub(r"[\^=\\]", " ", part).strip() for part in parts).rstrip("^")
 
 
-def _code(value: str, scheme: str, meaning: str) -> Dataset:
-    code = Dataset()
-    code.CodeValue = value
-    code.CodingSchemeDesignator = scheme
-    code.CodeMeaning = meaning[:64]
-    return code
+def _code(value: str, scheme: str, meaning: str) -> list[Element]:
+    return [("CodeValue", value), ("CodingSchemeDesignator", scheme), ("CodeMeaning", meaning[:64])]
 
 
-def _step(entry: WorklistEntry) -> Sequence:
+def _step(entry: WorklistEntry) -> list[list[Element]]:
     local = entry.scheduled_at.astimezone(ZoneInfo(entry.time_zone))
-    step = Dataset()
-    step.ScheduledStationAETitle = entry.station_ae_title or ""
-    step.Modality = entry.modality
-    step.ScheduledProcedureStepStartDate = local.strftime("%Y%m%d")
-    step.ScheduledProcedureStepStartTime = local.strftime("%H%M%S")
-    step.ScheduledProcedureStepID = entry.accession_number[:16]
-    step.ScheduledProcedureStepDescription = entry.test_name[:64]
-    step.ScheduledProcedureStepStatus = _STATUS_SPS.get(entry.status, "")
-    step.ScheduledPerformingPhysicianName = ""
-    return Sequence([step])
+    return [
+        [
+            ("ScheduledStationAETitle", entry.station_ae_title or ""),
+            ("Modality", entry.modality),
+            ("ScheduledProcedureStepStartDate", local.strftime("%Y%m%d")),
+            ("ScheduledProcedureStepStartTime", local.strftime("%H%M%S")),
+            ("ScheduledProcedureStepID", entry.accession_number[:16]),
+            ("ScheduledProcedureStepDescription", entry.test_name[:64]),
+            ("ScheduledProcedureStepStatus", _STATUS_SPS.get(entry.status, "")),
+            ("ScheduledPerformingPhysicianName", ""),
+        ]
+    ]
 
 
 # Each return key's value for an item; only the requested ones are built (a worklist answers many items).
-_VALUES: dict[str, Callable[[WorklistEntry], object]] = {
+_VALUES: dict[str, Callable[[WorklistEntry], str | list[list[Element]]]] = {
     "PatientName": lambda entry: _pn(entry.last_name, entry.first_name),
     "PatientID": lambda entry: entry.patient_id,
     "PatientBirthDate": lambda entry: entry.date_of_birth.strftime("%Y%m%d"),
@@ -147,18 +145,25 @@ _VALUES: dict[str, Callable[[WorklistEntry], object]] = {
     "ReferringPhysicianName": lambda entry: _pn(entry.doctor_name),
     "RequestedProcedureID": lambda entry: entry.accession_number[:16],
     "RequestedProcedureDescription": lambda entry: entry.test_name[:64],
-    "RequestedProcedureCodeSequence": lambda entry: Sequence([_code(entry.loinc_code, "LN", entry.test_name)]),
+    "RequestedProcedureCodeSequence": lambda entry: [_code(entry.loinc_code, "LN", entry.test_name)],
     "RequestedProcedurePriority": lambda entry: _PRIORITY.get(entry.priority, "ROUTINE"),
     "StudyInstanceUID": lambda entry: study_instance_uid(entry.item_id),
     SPS: _step,
 }
 
 
-def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
+def requested_keys(requested: Dataset) -> tuple[str, ...]:
+    """The return keys a query asks for that the worklist answers, read once per query."""
+    return tuple(keyword for keyword in _VALUES if keyword in requested)
+
+
+def answer_elements(entry: WorklistEntry, keys: tuple[str, ...]) -> list[Element]:
     """The response identifier of one item: the requested top-level keys (a requested sequence comes whole)."""
-    answer = Dataset()
-    answer.SpecificCharacterSet = "ISO_IR 192"  # UTF-8: names need not be ASCII
-    for keyword, value in _VALUES.items():
-        if keyword in requested:
-            setattr(answer, keyword, value(entry))
-    return answer
+    elements: list[Element] = [("SpecificCharacterSet", "ISO_IR 192")]  # UTF-8: names need not be ASCII
+    elements += [(keyword, _VALUES[keyword](entry)) for keyword in keys]
+    return elements
+
+
+def identifier_for(entry: WorklistEntry, requested: Dataset) -> Dataset:
+    """The response identifier of one item as a pydicom Dataset."""
+    return elements_dataset(answer_elements(entry, requested_keys(requested)))

@@ -1,0 +1,104 @@
+"""The worklist's own encoder (integrations.dicom.encoding) writes exactly the bytes pydicom's writer does for
+the same answer, in both little-endian transfer syntaxes, with names outside ASCII, odd and even lengths and
+empty values; and the encode hook leaves every other dataset to pydicom."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+
+import pytest
+from pydicom.dataset import Dataset
+from pydicom.filebase import DicomBytesIO
+from pynetdicom import service_class
+from pynetdicom.dsutils import decode, encode
+
+from integrations.dicom.encoding import EncodedAnswer, elements_dataset, elements_encode
+from integrations.dicom.server import _answer_encode, worklist_ae
+from integrations.dicom.worklist import answer_elements, requested_keys
+from lab.selectors import WorklistEntry
+
+EVERY_KEY = (
+    "PatientName",
+    "PatientID",
+    "PatientBirthDate",
+    "PatientSex",
+    "AccessionNumber",
+    "ReferringPhysicianName",
+    "RequestedProcedureID",
+    "RequestedProcedureDescription",
+    "RequestedProcedureCodeSequence",
+    "RequestedProcedurePriority",
+    "StudyInstanceUID",
+    "ScheduledProcedureStepSequence",
+)
+
+
+def entry(**changes: object) -> WorklistEntry:
+    values: dict[str, object] = {
+        "item_id": uuid.UUID("6f1c5a0e-0000-4000-8000-000000000001"),
+        "accession_number": "BLR-IMG-2026-000017",
+        "status": "scheduled",
+        "scheduled_at": datetime(2026, 12, 1, 4, 30, tzinfo=UTC),
+        "test_code": "XR-CHEST",
+        "test_name": "X-ray chest PA",
+        "loinc_code": "36643-5",
+        "modality": "DX",
+        "order_number": "BLR-LAB-2026-000009",
+        "priority": "stat",
+        "doctor_name": "Dr. Ravi Kumar",
+        "patient_id": "PAT-000001",
+        "first_name": "Asha",
+        "last_name": "Rao",
+        "date_of_birth": date(1990, 5, 17),
+        "gender": "female",
+        "station_ae_title": "BLR_DX1",
+        "time_zone": "Asia/Kolkata",
+    }
+    values.update(changes)
+    return WorklistEntry(**values)  # type: ignore[arg-type]
+
+
+def request(*keys: str) -> Dataset:
+    requested = Dataset()
+    for keyword in keys:
+        setattr(requested, keyword, "" if keyword != "ScheduledProcedureStepSequence" else [Dataset()])
+    return requested
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        entry(),
+        entry(first_name="Zoë", last_name="Ñúñez-Łukasz", doctor_name="डॉ. शर्मा"),  # UTF-8, odd byte counts
+        entry(first_name="Al", last_name="Li", station_ae_title=None, gender="other", test_name="CT"),
+        entry(accession_number="A" * 40, test_name="T" * 90, status="in_progress", priority="routine"),
+    ],
+)
+@pytest.mark.parametrize("keys", [EVERY_KEY, ("PatientID",), ("ScheduledProcedureStepSequence", "PatientName")])
+@pytest.mark.parametrize("implicit_vr", [True, False])
+def test_the_bytes_are_the_ones_pydicom_writes(item: WorklistEntry, keys: tuple[str, ...], implicit_vr: bool) -> None:
+    elements = answer_elements(item, requested_keys(request(*keys)))
+    ours = elements_encode(elements, explicit_vr=not implicit_vr)
+    assert ours == encode(elements_dataset(elements), implicit_vr, True)
+    # and a reader gets the values back
+    back = decode(DicomBytesIO(ours), implicit_vr, True)
+    if "PatientName" in keys:
+        assert str(back.PatientName) == f"{item.last_name}^{item.first_name}"
+    if "ScheduledProcedureStepSequence" in keys:
+        assert back.ScheduledProcedureStepSequence[0].Modality == item.modality
+
+
+def test_the_hook_writes_answers_and_leaves_other_datasets_to_pydicom() -> None:
+    worklist_ae("CLINIC_MWL")
+    assert service_class.encode is _answer_encode
+    elements = answer_elements(entry(), requested_keys(request(*EVERY_KEY)))
+    answer = EncodedAnswer(elements)
+    assert _answer_encode(answer, True, True) == elements_encode(elements, explicit_vr=False)
+    assert _answer_encode(answer, False, True) == elements_encode(elements, explicit_vr=True)
+    # big endian and deflated: pydicom's writer, from the same elements
+    assert _answer_encode(answer, False, False) == encode(elements_dataset(elements), False, False)
+    assert _answer_encode(answer, False, True, True) == encode(elements_dataset(elements), False, True, True)
+    other = Dataset()
+    other.PatientID = "X1"
+    assert _answer_encode(other, True, True) == encode(other, True, True)

@@ -8,7 +8,19 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from django.db.models import DateField, DateTimeField, Exists, F, Func, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import (
+    DateField,
+    DateTimeField,
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    TimeField,
+)
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
@@ -192,24 +204,28 @@ def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
 
 @dataclass(frozen=True)
 class TextMatch:
-    """A value to match exactly, or (`wildcard`) a pattern where `*` is any run of characters and `?` one."""
+    """A value to match exactly, or (`wildcard`) a pattern where `*` is any run of characters and `?` one;
+    `insensitive` ignores case (person names, PS3.4 C.2.2.2.1)."""
 
     value: str
     wildcard: bool = False
+    insensitive: bool = False
 
     def lookup(self, field: str) -> Q:
+        i = "i" if self.insensitive else ""
         if not self.wildcard:
-            return Q(**{field: self.value})
+            return Q(**{f"{field}__{i}exact": self.value})
         if self.value.endswith("*") and not any(c in self.value[:-1] for c in "*?"):
-            return Q(**{f"{field}__startswith": self.value[:-1]})  # the common case, an index range scan
+            return Q(**{f"{field}__{i}startswith": self.value[:-1]})  # the common case, an index range scan
         pattern = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in self.value)
-        return Q(**{f"{field}__regex": f"^{pattern}$"})
+        return Q(**{f"{field}__{i}regex": f"^{pattern}$"})
 
 
 @dataclass(frozen=True)
 class WorklistQuery:
     """What a modality asks for; None matches anything. `scheduled_from`/`scheduled_to` bound the scheduled
-    start (inclusive, exclusive)."""
+    start (inclusive, exclusive); `time_from`/`time_to` bound its time of day at the branch (inclusive,
+    exclusive) on any day, for a time asked without a date."""
 
     branch_id: uuid.UUID
     modality: TextMatch | None = None
@@ -218,6 +234,10 @@ class WorklistQuery:
     station_ae_title: TextMatch | None = None
     patient_id: TextMatch | None = None
     accession_number: TextMatch | None = None
+    patient_family_name: TextMatch | None = None
+    patient_given_name: TextMatch | None = None
+    time_from: time | None = None
+    time_to: time | None = None
     statuses: tuple[str, ...] = WORKLIST_STATUSES
 
 
@@ -263,6 +283,19 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
         items = items.filter(query.patient_id.lookup("order__patient__patient_id"))
     if query.accession_number is not None:
         items = items.filter(query.accession_number.lookup("accession_number"))
+    if query.patient_family_name is not None:
+        items = items.filter(query.patient_family_name.lookup("order__patient__last_name"))
+    if query.patient_given_name is not None:
+        items = items.filter(query.patient_given_name.lookup("order__patient__first_name"))
+    if query.time_from is not None or query.time_to is not None:
+        local = Func(
+            F("order__branch__time_zone"), F("scheduled_at"), function="timezone", output_field=DateTimeField()
+        )
+        items = items.annotate(local_time=Cast(local, TimeField()))
+        if query.time_from is not None:
+            items = items.filter(local_time__gte=query.time_from)
+        if query.time_to is not None:
+            items = items.filter(local_time__lt=query.time_to)
     if query.station_ae_title is not None:
         items = items.filter(Exists(stations.filter(query.station_ae_title.lookup("ae_title"))))
     rows = (

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import close_old_connections, connection
+from pydicom import config as pydicom_config
 from pydicom.dataset import Dataset
 from pynetdicom import AE, _config, evt
 from pynetdicom import service_class as pynetdicom_service_class
@@ -206,14 +207,20 @@ HANDLERS: list[Any] = [
 ]
 
 
-def _library_logging_quiet() -> None:
+def _library_settings() -> None:
     """pynetdicom's own logging, off: its standard handlers format every PDU and DIMSE message, and it renders
     every request and response identifier (pretty_dataset) for a debug line, whatever the log level, so a
     worklist of 70 items was formatted 70 times for nothing; those lines would also carry patient names. Our
-    handlers log what happened, by ids. Set before the AE exists (handlers are bound per association)."""
+    handlers log what happened, by ids. Set before the AE exists (handlers are bound per association).
+
+    pydicom's value validation, off in this process: by default it only warns (it never refuses nor fixes a
+    value), and it ran a regular expression over every element of every command pynetdicom encodes. What a
+    modality sends is checked by worklist.query_from_identifier; what we answer is built to fit its VRs."""
     _config.LOG_HANDLER_LEVEL = "none"
     _config.LOG_REQUEST_IDENTIFIERS = False
     _config.LOG_RESPONSE_IDENTIFIERS = False
+    pydicom_config.settings.reading_validation_mode = pydicom_config.IGNORE
+    pydicom_config.settings.writing_validation_mode = pydicom_config.IGNORE
 
 
 _library_encode = pynetdicom_service_class.encode
@@ -238,7 +245,7 @@ def _answer_encoding_install() -> None:
 
 
 def worklist_ae(ae_title: str) -> AE:
-    _library_logging_quiet()
+    _library_settings()
     _answer_encoding_install()
     ae = AE(ae_title=ae_title)
     for context in (VERIFICATION, MODALITY_WORKLIST_FIND, MODALITY_PERFORMED_PROCEDURE_STEP):

@@ -3,8 +3,12 @@ lab.selectors.WorklistQuery, and each matching item into the response identifier
 
 Matching keys (each universal when absent or empty, and `*` alone too):
 - Patient ID, Accession Number, Scheduled Station AE Title, Modality: single value or wildcard (`*`, `?`);
+- Patient's Name: `family^given`, each part a value or a wildcard, case-insensitive (PS3.4 C.2.2.2.1);
 - Scheduled Procedure Step Start Date: a date `YYYYMMDD` or a range `A-B`, `-B`, `A-` (the branch's local
-  days); the start time is returned, not matched;
+  days);
+- Scheduled Procedure Step Start Time: `HH[MM[SS]]` or a range of them; with a date, the two are one
+  date-time range (PS3.4 C.2.2.2.5.1: `20261201-20261202` and `0900-1200` is 1 Dec 09:00 to 2 Dec 12:00),
+  alone it is a time of day on any day; a time's end includes its last unit (`1200` up to 12:00:59);
 - Scheduled Procedure Step Status: SCHEDULED (items `scheduled`) or STARTED (`in_progress`).
 Any other key is a return key. A malformed key raises QueryError (status A900).
 
@@ -28,6 +32,7 @@ from lab.selectors import TextMatch, WorklistEntry, WorklistQuery
 
 SPS = "ScheduledProcedureStepSequence"
 _DATE = re.compile(r"^\d{8}$")
+_TIME = re.compile(r"^(\d{2})(\d{2})?(\d{2})?(\.\d{1,6})?$")
 _SPS_STATUS: dict[str, str] = {"SCHEDULED": ItemStatus.SCHEDULED, "STARTED": ItemStatus.IN_PROGRESS}
 _STATUS_SPS: dict[str, str] = {str(value): key for key, value in _SPS_STATUS.items()}
 _PRIORITY: dict[str, str] = {
@@ -46,13 +51,23 @@ def study_instance_uid(item_id: uuid.UUID) -> str:
     return f"2.25.{item_id.int}"
 
 
-def _text(value: object) -> TextMatch | None:
+def _text(value: object, *, insensitive: bool = False) -> TextMatch | None:
     text = str(value if value is not None else "").strip()
     if not text or text == "*":
         return None
     if "\\" in text or len(text) > 64:
         raise QueryError(f"Not a single value: {text[:64]!r}.")
-    return TextMatch(text, wildcard="*" in text or "?" in text)
+    return TextMatch(text, wildcard="*" in text or "?" in text, insensitive=insensitive)
+
+
+def _person_name(value: object) -> tuple[TextMatch | None, TextMatch | None]:
+    """Family and given name of a PN key (its first, alphabetic, group; middle names and titles ignored)."""
+    text = str(value if value is not None else "").split("=")[0].strip()
+    if len(text) > 64 or "\\" in text:
+        raise QueryError(f"Not a single person name: {text[:64]!r}.")
+    family, _, rest = text.partition("^")
+    given = rest.partition("^")[0]
+    return _text(family, insensitive=True), _text(given, insensitive=True)
 
 
 def _day(text: str) -> date:
@@ -62,6 +77,41 @@ def _day(text: str) -> date:
         return date(int(text[:4]), int(text[4:6]), int(text[6:]))
     except ValueError:
         raise QueryError(f"Not a date: {text!r}.") from None
+
+
+def _time(text: str, *, end: bool) -> time | None:
+    """A DICOM TM; as a range's end, the first instant after it at its precision (None: after the day)."""
+    match = _TIME.match(text)
+    if not match:
+        raise QueryError(f"Not a DICOM time (HHMMSS): {text[:20]!r}.")
+    hours, minutes, seconds = (int(part) if part else 0 for part in match.groups()[:3])
+    if hours > 23 or minutes > 59 or seconds > 60:
+        raise QueryError(f"Not a time: {text!r}.")
+    moment = datetime.combine(date.min, time(hours, minutes, min(seconds, 59)))
+    if end:
+        unit = (
+            timedelta(seconds=1) if match.group(3) else timedelta(minutes=1) if match.group(2) else timedelta(hours=1)
+        )
+        moment += unit
+        if moment.date() > date.min:
+            return None
+    return moment.time()
+
+
+def _time_range(value: object) -> tuple[time | None, time | None]:
+    text = str(value or "").strip()
+    if not text:
+        return None, None
+    start_text, dash, end_text = text.partition("-")
+    if not dash:
+        end_text = start_text
+    if not start_text and not end_text:
+        raise QueryError("A time range needs at least one end.")
+    start = _time(start_text, end=False) if start_text else None
+    end = _time(end_text, end=True) if end_text else None
+    if start and end and start >= end:
+        raise QueryError(f"The range {text!r} ends before it starts.")
+    return start, end
 
 
 def _date_range(value: object, zone: ZoneInfo) -> tuple[datetime | None, datetime | None]:
@@ -98,6 +148,15 @@ def query_from_identifier(identifier: Dataset, *, branch_id: uuid.UUID, zone: Zo
     else:
         statuses = (_SPS_STATUS[status_text],) if status_text else (ItemStatus.SCHEDULED, ItemStatus.IN_PROGRESS)
     scheduled_from, scheduled_to = _date_range(step.get("ScheduledProcedureStepStartDate", ""), zone)
+    time_from, time_to = _time_range(step.get("ScheduledProcedureStepStartTime", ""))
+    if scheduled_from or scheduled_to:
+        # One date-time range: the start time on the first day, the end time on the last (PS3.4 C.2.2.2.5.1).
+        if scheduled_from and time_from:
+            scheduled_from = datetime.combine(scheduled_from.date(), time_from, tzinfo=zone)
+        if scheduled_to and time_to:
+            scheduled_to = datetime.combine(scheduled_to.date() - timedelta(days=1), time_to, tzinfo=zone)
+        time_from = time_to = None
+    family, given = _person_name(identifier.get("PatientName", ""))
     return WorklistQuery(
         branch_id=branch_id,
         modality=_text(step.get("Modality", "")),
@@ -106,6 +165,10 @@ def query_from_identifier(identifier: Dataset, *, branch_id: uuid.UUID, zone: Zo
         station_ae_title=_text(step.get("ScheduledStationAETitle", "")),
         patient_id=_text(identifier.get("PatientID", "")),
         accession_number=_text(identifier.get("AccessionNumber", "")),
+        patient_family_name=family,
+        patient_given_name=given,
+        time_from=time_from,
+        time_to=time_to,
         statuses=statuses,
     )
 

@@ -131,6 +131,26 @@ MATCHING_CASES: list[tuple[str, list[str], list[str]]] = [
         [f"{SPS}.Modality=CT", f"{SPS}.ScheduledProcedureStepStartDate=20261204", "PatientID=BLR-000102"],
         ["ct_iyer"],
     ),
+    ("name-family", ["PatientName=Iyer"], ["xr_iyer", "ct_iyer"]),
+    ("name-any-case", ["PatientName=IYER^ravi"], ["xr_iyer", "ct_iyer"]),
+    ("name-prefix", ["PatientName=Sh*"], ["ct_sharma"]),
+    ("name-given-wild", ["PatientName=*^P?iya"], ["ct_sharma"]),
+    ("name-other-given", ["PatientName=Iyer^Priya"], []),
+    ("name-of-another-branch", ["PatientName=Mehta"], []),
+    # a date and a time are one date-time range (PS3.4 C.2.2.2.5.1)
+    (
+        "date-and-time",
+        [f"{SPS}.ScheduledProcedureStepStartDate=20261201-20261202", f"{SPS}.ScheduledProcedureStepStartTime=1000-1400"],
+        ["xr_iyer"],  # 1 Dec 10:00 to 2 Dec 14:00:59: not Sharma's 09:30 on the 1st
+    ),
+    (
+        "date-and-time-same-day",
+        [f"{SPS}.ScheduledProcedureStepStartDate=20261201", f"{SPS}.ScheduledProcedureStepStartTime=0900-0930"],
+        ["ct_sharma"],  # the end's minute is included
+    ),
+    ("time-of-day", [f"{SPS}.ScheduledProcedureStepStartTime=-0930"], ["ct_sharma", "ct_iyer"]),
+    ("time-from", [f"{SPS}.ScheduledProcedureStepStartTime=1200-"], ["xr_iyer"]),
+    ("time-exact-minute", [f"{SPS}.ScheduledProcedureStepStartTime=0800"], ["ct_iyer"]),
 ]
 
 
@@ -203,6 +223,10 @@ def test_an_inactive_or_misplaced_calling_ae_is_rejected(schedule: dict[str, Lab
         f"{SPS}.ScheduledProcedureStepStartDate=20261301",
         f"{SPS}.ScheduledProcedureStepStartDate=20261205-20261201",
         f"{SPS}.ScheduledProcedureStepStartDate=-",
+        f"{SPS}.ScheduledProcedureStepStartTime=25",
+        f"{SPS}.ScheduledProcedureStepStartTime=09:30",
+        f"{SPS}.ScheduledProcedureStepStartTime=1400-0900",
+        "PatientName=" + "X" * 70,
     ],
 )
 def test_a_malformed_date_is_answered_a900_and_the_server_keeps_serving(

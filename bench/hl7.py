@@ -123,7 +123,7 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
     port = free_port()
     # The listener as the hl7-listener role runs it: its own process(es), so the clients here take none of its
     # CPU (or interpreter lock).
-    listener = subprocess.Popen(  # noqa: S603 - our own command line
+    listener = subprocess.Popen(
         [
             sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port),
             "--processes", str(processes), "--threads", "4",

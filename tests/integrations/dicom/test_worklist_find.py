@@ -140,7 +140,10 @@ MATCHING_CASES: list[tuple[str, list[str], list[str]]] = [
     # a date and a time are one date-time range (PS3.4 C.2.2.2.5.1)
     (
         "date-and-time",
-        [f"{SPS}.ScheduledProcedureStepStartDate=20261201-20261202", f"{SPS}.ScheduledProcedureStepStartTime=1000-1400"],
+        [
+            f"{SPS}.ScheduledProcedureStepStartDate=20261201-20261202",
+            f"{SPS}.ScheduledProcedureStepStartTime=1000-1400",
+        ],
         ["xr_iyer"],  # 1 Dec 10:00 to 2 Dec 14:00:59: not Sharma's 09:30 on the 1st
     ),
     (

@@ -230,10 +230,10 @@ def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) 
             break
         except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait itself
             continue
-        slot = children.pop(pid, None)
-        if slot is not None and not stopping:
-            logger.error("HL7 listener process %d exited (status %d): restarting it", slot, status)
+        ended = children.pop(pid, -1)
+        if ended >= 0 and not stopping:
+            logger.error("HL7 listener process %d exited (status %d): restarting it", ended, status)
             time.sleep(1)
             if not stopping:
-                spawn(slot)
+                spawn(ended)
     sock.close()

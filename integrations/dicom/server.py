@@ -22,6 +22,7 @@ from django.db import close_old_connections, connection
 from pydicom import config as pydicom_config
 from pydicom.dataset import Dataset
 from pynetdicom import AE, _config, evt
+from pynetdicom import dimse_messages as pynetdicom_dimse_messages
 from pynetdicom import service_class as pynetdicom_service_class
 from pynetdicom.transport import ThreadedAssociationServer
 
@@ -224,6 +225,8 @@ def _library_settings() -> None:
 
 
 _library_encode = pynetdicom_service_class.encode
+_COMMANDS_KEPT = 4096
+_encoded_commands: dict[tuple[Any, ...], bytes | None] = {}
 
 
 def _answer_encode(ds: Dataset, is_implicit_vr: bool, is_little_endian: bool, deflated: bool = False) -> bytes | None:
@@ -236,17 +239,36 @@ def _answer_encode(ds: Dataset, is_implicit_vr: bool, is_little_endian: bool, de
     return _library_encode(ds, is_implicit_vr, is_little_endian, deflated)
 
 
-def _answer_encoding_install() -> None:
-    """pynetdicom takes a Dataset from a C-FIND handler and encodes it with the `encode` its service_class
-    module imported; that name is the one hook there is (a handler cannot hand it bytes). Replaced once,
-    before serving; a Dataset that is not an EncodedAnswer is encoded exactly as before."""
+def _command_encode(ds: Dataset, is_implicit_vr: bool, is_little_endian: bool, deflated: bool = False) -> bytes | None:
+    """pynetdicom's encode() for DIMSE command sets, remembered by content: it encodes every response's command
+    set twice (once for its group length), and the pending responses of one C-FIND are the same few elements
+    each time (message id, status), so a day list of 70 answers encoded 140 identical command sets. The
+    same elements always encode to the same bytes; a value that cannot be a key goes to pydicom."""
+    try:
+        key = (is_implicit_vr, is_little_endian, deflated, *((e.tag, e.VR, e.value) for e in ds.elements()))
+        hash(key)
+    except TypeError:
+        return _library_encode(ds, is_implicit_vr, is_little_endian, deflated)
+    if key not in _encoded_commands:
+        if len(_encoded_commands) >= _COMMANDS_KEPT:
+            _encoded_commands.clear()  # message ids grow without end: keep only a recent set
+        _encoded_commands[key] = _library_encode(ds, is_implicit_vr, is_little_endian, deflated)
+    return _encoded_commands[key]
+
+
+def _encoding_install() -> None:
+    """pynetdicom encodes a C-FIND handler's identifiers, and every command set, with the `encode` its
+    service_class and dimse_messages modules imported; those names are the only hooks there are (a handler
+    cannot hand it bytes). Replaced once, before serving; what they do not recognise is encoded as before."""
     if getattr(pynetdicom_service_class, "encode", None) is not _answer_encode:
         pynetdicom_service_class.encode = _answer_encode
+    if getattr(pynetdicom_dimse_messages, "encode", None) is not _command_encode:
+        pynetdicom_dimse_messages.encode = _command_encode
 
 
 def worklist_ae(ae_title: str) -> AE:
     _library_settings()
-    _answer_encoding_install()
+    _encoding_install()
     ae = AE(ae_title=ae_title)
     for context in (VERIFICATION, MODALITY_WORKLIST_FIND, MODALITY_PERFORMED_PROCEDURE_STEP):
         ae.add_supported_context(context)

@@ -102,3 +102,38 @@ def test_the_hook_writes_answers_and_leaves_other_datasets_to_pydicom() -> None:
     other = Dataset()
     other.PatientID = "X1"
     assert _answer_encode(other, True, True) == encode(other, True, True)
+
+
+def test_command_sets_encode_as_pydicom_does_and_are_remembered_by_content() -> None:
+    from pynetdicom import dimse_messages
+
+    from integrations.dicom import server
+
+    worklist_ae("CLINIC_MWL")
+    assert dimse_messages.encode is server._command_encode
+
+    def command(message_id: int, status: int) -> Dataset:
+        ds = Dataset()
+        ds.AffectedSOPClassUID = "1.2.840.10008.5.1.4.31"
+        ds.CommandField = 0x8020
+        ds.MessageIDBeingRespondedTo = message_id
+        ds.CommandDataSetType = 0x0001
+        ds.Status = status
+        return ds
+
+    server._encoded_commands.clear()
+    pending = server._command_encode(command(7, 0xFF00), True, True)
+    assert pending == encode(command(7, 0xFF00), True, True)
+    assert server._command_encode(command(7, 0xFF00), True, True) is pending  # the same content: remembered
+    assert len(server._encoded_commands) == 1
+    final = server._command_encode(command(7, 0x0000), True, True)
+    assert final == encode(command(7, 0x0000), True, True) != pending
+    # a value that cannot be a key (a multi-valued element) is encoded by pydicom and not remembered
+    listed = command(8, 0xFF00)
+    listed.OffendingElement = [0x00100010, 0x00100020]
+    assert server._command_encode(listed, True, True) == encode(listed, True, True)
+    assert len(server._encoded_commands) == 2
+    # bounded: message ids grow without end
+    for message_id in range(server._COMMANDS_KEPT + 10):
+        server._command_encode(command(message_id, 0xFF00), True, True)
+    assert len(server._encoded_commands) <= server._COMMANDS_KEPT

@@ -139,6 +139,7 @@ def main() -> int:
     parser.add_argument("--database", default="clinic_dicom_bench")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
+    os.environ["DEBUG"] = "false"  # as production runs: no query log kept per connection
     prepare(database=args.database)
     import django
 

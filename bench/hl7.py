@@ -231,6 +231,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
     os.environ["LOG_LEVEL"] = "WARNING"
+    os.environ["DEBUG"] = "false"  # as production runs: no query log kept per connection
     server = prepare(database="clinic_bench_hl7")
     sys.path.insert(0, str(ROOT))
     import django

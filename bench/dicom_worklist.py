@@ -17,15 +17,17 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from harness import RESULTS, ROOT, free_port, measure, prepare, write
+from harness import RESULTS, ROOT, free_port, measure, percentile, prepare, write
 
 IST = ZoneInfo("Asia/Kolkata")
 MODALITIES = ("CT", "MR", "US", "XR")
@@ -130,6 +132,43 @@ def findscu_command(port: int, keys: dict[str, str], step: dict[str, str]) -> li
     for keyword in STEP_KEYS:
         command += ["-k", f"ScheduledProcedureStepSequence[0].{keyword}={step.get(keyword, '')}"]
     return [*command, "127.0.0.1", str(port)]
+
+
+# DCMTK's logger with millisecond timestamps: findscu then says when it sent each request and when the final
+# response came, so one process on one association times every query (no process start in the figures).
+DCMTK_LOG_CONFIG = """log4cplus.rootLogger = INFO, console
+log4cplus.appender.console = log4cplus::ConsoleAppender
+log4cplus.appender.console.layout = log4cplus::PatternLayout
+log4cplus.appender.console.layout.ConversionPattern = %D{%H:%M:%S.%q} %m%n
+"""
+_LOGGED = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) (Sending Find Request|Received Final Find Response)")
+
+
+def findscu_repeated(command: list[str], runs: int) -> tuple[list[float], str]:
+    """`runs` C-FINDs by one findscu on one association (--repeat), each timed from its request to its final
+    response by findscu's own log; returns the times in ms and the log."""
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg") as config:
+        config.write(DCMTK_LOG_CONFIG)
+        config.flush()
+        done = subprocess.run(
+            [command[0], "-lc", config.name, "--repeat", str(runs), *command[2:]],
+            capture_output=True,
+            timeout=600,
+            check=True,
+        )
+    log = (done.stdout + done.stderr).decode("utf-8", "replace")
+    times, sent = [], None
+    for line in log.splitlines():
+        match = _LOGGED.match(line)
+        if not match:
+            continue
+        at = int(match[1]) * 3600 + int(match[2]) * 60 + float(match[3])
+        if match[4].startswith("Sending"):
+            sent = at
+        elif sent is not None:
+            times.append(((at - sent) % 86400) * 1000)
+            sent = None
+    return times, log
 
 
 def main() -> int:
@@ -246,6 +285,23 @@ def main() -> int:
             rows.append(row)
             print(row)
         assoc.release()
+        for label, (keys, step) in findscu_shapes.items():
+            command = findscu_command(port, keys, step)
+            findscu_repeated(command, min(20, args.runs))  # warm-up
+            times, log = findscu_repeated(command, args.runs)
+            assert len(times) == args.runs, log[-2000:]
+            rows.append(
+                {
+                    "endpoint": f"findscu, one association, {label}",
+                    "requests": len(times),
+                    "p50_ms": round(percentile(times, 0.5), 2),
+                    "p95_ms": round(percentile(times, 0.95), 2),
+                    "p99_ms": round(percentile(times, 0.99), 2),
+                    "throughput_rps": round(len(times) / (sum(times) / 1000), 1),
+                    "answers": log.count("(Pending)") // args.runs,
+                }
+            )
+            print(rows[-1])
         for label, (keys, step) in findscu_shapes.items():
             command = findscu_command(port, keys, step)
             answers = []

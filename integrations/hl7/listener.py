@@ -65,9 +65,9 @@ def _connections_close(barrier: threading.Barrier) -> None:
 
 
 class Listener:
-    def __init__(self, *, host: str, port: int, threads: int = 4, sock: socket.socket | None = None) -> None:
+    def __init__(self, *, host: str, port: int, threads: int = 4, reuse_port: bool = False) -> None:
         self.host, self.port = host, port
-        self.sock = sock  # a socket already listening (shared by the processes of --processes)
+        self.reuse_port = reuse_port  # each process of --processes listens on the port with its own socket
         self.threads = threads
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hl7")
         self.max_bytes = settings.HL7_LISTENER_MAX_MESSAGE_BYTES
@@ -140,10 +140,9 @@ class Listener:
                 deadline = loop.time() + self.read_timeout  # the next frame gets its own time
 
     async def start(self) -> None:
-        if self.sock is not None:
-            self.server = await asyncio.start_server(self._connection, sock=self.sock, limit=65536)
-        else:
-            self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=65536)
+        self.server = await asyncio.start_server(
+            self._connection, self.host, self.port, limit=65536, reuse_port=self.reuse_port or None
+        )
         sockets = self.server.sockets or ()
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -169,13 +168,13 @@ class Listener:
         await self.stop()
 
 
-def _serve(*, host: str, port: int, threads: int, sock: socket.socket | None = None) -> None:
+def _serve(*, host: str, port: int, threads: int, reuse_port: bool = False) -> None:
     async def main() -> None:
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopped.set)
-        await Listener(host=host, port=port, threads=threads, sock=sock).serve_until_stopped(stopped)
+        await Listener(host=host, port=port, threads=threads, reuse_port=reuse_port).serve_until_stopped(stopped)
 
     asyncio.run(main())
 
@@ -183,15 +182,17 @@ def _serve(*, host: str, port: int, threads: int, sock: socket.socket | None = N
 def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) -> None:
     """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand).
 
-    With `processes` > 1 the listening socket is opened here and shared by that many forked processes (the
-    kernel hands each new connection to one of them), so message handling, which is Python work under one
+    With `processes` > 1, that many forked processes each listen on the port with SO_REUSEPORT (the kernel
+    spreads new connections over them; one shared socket let whichever process woke first take every waiting
+    connection), so message handling, which is Python work under one
     interpreter lock per process, uses more than one core; this process only supervises: it restarts a
     process that died and passes SIGTERM/SIGINT on to all. A message is still applied once whichever
     process takes it (inbound.message_handle's lock and unique key are in the database)."""
     if processes <= 1:
         _serve(host=host, port=port, threads=threads)
         return
-    sock = socket.create_server((host, port), backlog=256)
+    # Fail here, once, if the port is taken (else every process would fail and be restarted, forever).
+    socket.create_server((host, port), reuse_port=True).close()
     connections.close_all()  # no database connection may be shared with the children
     children: dict[int, int] = {}  # pid -> slot
     stopping = False
@@ -203,7 +204,7 @@ def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) 
             try:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
-                _serve(host=host, port=port, threads=threads, sock=sock)
+                _serve(host=host, port=port, threads=threads, reuse_port=True)
             except BaseException:
                 logger.exception("HL7 listener process %d failed", slot)
                 code = 1
@@ -236,4 +237,3 @@ def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) 
             time.sleep(1)
             if not stopping:
                 spawn(ended)
-    sock.close()

@@ -208,11 +208,11 @@ def main() -> int:
     }
     shapes = {label: query(keys, step) for label, (keys, step) in findscu_shapes.items()}
     # The server's own work per C-FIND, in this process: the caller's allow-list row, the SQL, the answers
-    # built and encoded as they go on the wire (pynetdicom's polling reactors and the client excluded).
-    from pynetdicom.dsutils import encode
-
+    # built and encoded as the server writes them (integrations.dicom.encoding; pynetdicom's command sets,
+    # its polling reactors and the client excluded).
+    from integrations.dicom.encoding import elements_encode
     from integrations.dicom.selectors import calling_ae_allowed
-    from integrations.dicom.worklist import identifier_for, query_from_identifier
+    from integrations.dicom.worklist import answer_elements, query_from_identifier, requested_keys
     from lab.selectors import imaging_worklist
 
     rows: list[dict[str, Any]] = []
@@ -222,8 +222,9 @@ def main() -> int:
             caller = calling_ae_allowed(ae_title="BLR_CT1", address="127.0.0.1")
             assert caller is not None
             wanted = query_from_identifier(identifier, branch_id=caller.branch_id, zone=caller.zone)
+            keys = requested_keys(identifier)
             for entry in imaging_worklist(wanted, limit=500):
-                encode(identifier_for(entry, identifier), True, True)
+                elements_encode(answer_elements(entry, keys), explicit_vr=False)
 
         rows.append(measure(f"server work {label}", work, args.runs))
         print(rows[-1])

@@ -11,6 +11,7 @@ only, never a patient's data) and answered as a processing failure, and the serv
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -280,15 +281,39 @@ def worklist_ae(ae_title: str) -> AE:
     return ae
 
 
+class _QuickAckSocket(socket.socket):
+    """Acknowledges what it receives at once (TCP_QUICKACK, renewed after each read: Linux drops back to
+    delayed ACKs on its own). A modality that leaves Nagle's algorithm on, as DCMTK's findscu does unless
+    TCP_NODELAY is set in its environment, sends a C-FIND request as two writes (the command, then the
+    identifier) and holds the second until the first is acknowledged: with our delayed ACK (40 ms) every query
+    took 50 ms more (measured with findscu: 52 ms for one item, 10 ms with quick ACKs)."""
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data = super().recv(bufsize, flags)
+        with contextlib.suppress(OSError):
+            self.setsockopt(socket.IPPROTO_TCP, TCP_QUICKACK, 1)
+        return data
+
+
+TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", 12)  # Linux's value; the option is Linux's own
+
+
 class _NoDelayServer(ThreadedAssociationServer):
     """Sends each PDU at once (TCP_NODELAY): a C-FIND answer is several small writes (the pending response's
     command, its identifier, then the final status), which Nagle's algorithm held back until the peer's
-    delayed ACK, adding ~40 ms per stall (a one-item C-FIND took 100 ms, its handler 5 ms)."""
+    delayed ACK, adding ~40 ms per stall (a one-item C-FIND took 100 ms, its handler 5 ms). And acknowledges
+    at once what it receives (_QuickAckSocket), for modalities that leave Nagle's algorithm on."""
 
     def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         client, address = super().get_request()
-        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return client, address
+        if type(client) is not socket.socket:  # TLS (a wrapped socket, pynetdicom's ssl_context): no quick ACKs
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return client, address
+        quick = _QuickAckSocket(client.family, client.type, client.proto, fileno=client.detach())
+        quick.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):
+            quick.setsockopt(socket.IPPROTO_TCP, TCP_QUICKACK, 1)
+        return quick, address
 
 
 def worklist_serve(*, host: str, port: int, ae_title: str) -> ThreadedAssociationServer:

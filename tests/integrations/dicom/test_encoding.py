@@ -137,3 +137,26 @@ def test_command_sets_encode_as_pydicom_does_and_are_remembered_by_content() -> 
     for message_id in range(server._COMMANDS_KEPT + 10):
         server._command_encode(command(message_id, 0xFF00), True, True)
     assert len(server._encoded_commands) <= server._COMMANDS_KEPT
+
+
+def test_accepted_connections_send_and_acknowledge_at_once() -> None:
+    """TCP_NODELAY for our writes, TCP_QUICKACK (renewed on every read) for a modality that leaves Nagle's
+    algorithm on: without it each of its C-FIND requests waited for our delayed ACK."""
+    import socket
+
+    from integrations.dicom.server import TCP_QUICKACK, _NoDelayServer, _QuickAckSocket
+
+    listening = socket.create_server(("127.0.0.1", 0))
+    server = object.__new__(_NoDelayServer)
+    server.socket = listening
+    server._ssl_context = None  # the attribute pynetdicom's get_request reads (no TLS here)
+    with listening, socket.create_connection(listening.getsockname()) as modality:
+        accepted, _ = server.get_request()
+        with accepted:
+            assert isinstance(accepted, _QuickAckSocket)
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+            modality.sendall(b"A-ASSOCIATE")
+            assert accepted.recv(64) == b"A-ASSOCIATE"
+            assert accepted.getsockopt(socket.IPPROTO_TCP, TCP_QUICKACK) == 1
+            accepted.sendall(b"ok")
+            assert modality.recv(2) == b"ok"

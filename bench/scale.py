@@ -293,6 +293,17 @@ def markdown(
         f"work_mem {pg['work_mem']}); database {meta['database_size']}; gunicorn {meta['gunicorn']}; "
         f"wrk, {meta['duration_s']} s per run; load average at the end {meta['load_average_at_end']}; "
         f"gunicorn RSS after the run (MB, master and workers) {meta.get('gunicorn_rss_mb', '-')}.",
+        *(
+            [
+                "",
+                "Worker RSS (MB, master and workers) after the run and after each further round of every read "
+                "scenario at concurrency 16 on the same workers: "
+                + "; ".join(str(sizes) for sizes in meta["gunicorn_rss_rounds_mb"])
+                + ".",
+            ]
+            if meta.get("gunicorn_rss_rounds_mb")
+            else []
+        ),
         "",
         "Rows: " + ", ".join(f"{table} {count:,}" for table, count in meta["rows"].items()) + ".",
         "",
@@ -383,6 +394,12 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--skip", default="", help="comma-separated scenario names to leave out")
     parser.add_argument("--name", default="scale", help="results file name under bench/results/")
+    parser.add_argument(
+        "--rss-rounds",
+        type=int,
+        default=0,
+        help="then replay every read scenario this many more times on the same workers, reading their RSS after each",
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
@@ -506,6 +523,14 @@ def main() -> int:
             rows[scenario.name] = row
             print(json.dumps({scenario.name: row}), flush=True)
         rss = gunicorn_rss_mb(base)
+        # Growth across rounds of the same requests on the same workers would be a cache that leaks (issue 21).
+        rss_rounds = [rss]
+        for round_number in range(args.rss_rounds):
+            print(f"rss round {round_number + 1}", flush=True)
+            for scenario in scenarios:
+                if not scenario.writes:
+                    run_wrk(base, scenario.calls, 16, args.duration)
+            rss_rounds.append(gunicorn_rss_mb(base))
     export = None
     if "fhir_export" in only:  # minutes at 1M patients: only when asked for
         from fhir_export import TARGET_PER_SECOND
@@ -518,6 +543,8 @@ def main() -> int:
     meta = machine(url)
     meta.update({"gunicorn": f"{args.workers} workers x {args.threads} threads", "duration_s": args.duration})
     meta["gunicorn_rss_mb"] = rss
+    if args.rss_rounds:
+        meta["gunicorn_rss_rounds_mb"] = rss_rounds
     verdicts = evaluate(rows)
     if export is not None:
         verdicts.append(

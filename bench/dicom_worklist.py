@@ -179,6 +179,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
     os.environ["DEBUG"] = "false"  # as production runs: no query log kept per connection
+    os.environ["LOG_LEVEL"] = "WARNING"  # the modality side here would log every answer it decodes
     prepare(database=args.database)
     import django
 

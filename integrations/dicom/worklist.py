@@ -98,36 +98,35 @@ def _time(text: str, *, end: bool) -> time | None:
     return moment.time()
 
 
-def _time_range(value: object) -> tuple[time | None, time | None]:
+def _range_ends(value: object, kind: str) -> tuple[str, str]:
+    """The two ends of a DICOM range key (`A-B`, `-B`, `A-`; a single value is both); ("", "") when empty."""
     text = str(value or "").strip()
     if not text:
-        return None, None
+        return "", ""
     start_text, dash, end_text = text.partition("-")
     if not dash:
         end_text = start_text
     if not start_text and not end_text:
-        raise QueryError("A time range needs at least one end.")
+        raise QueryError(f"A {kind} range needs at least one end.")
+    return start_text, end_text
+
+
+def _time_range(value: object) -> tuple[time | None, time | None]:
+    start_text, end_text = _range_ends(value, "time")
     start = _time(start_text, end=False) if start_text else None
     end = _time(end_text, end=True) if end_text else None
     if start and end and start >= end:
-        raise QueryError(f"The range {text!r} ends before it starts.")
+        raise QueryError(f"The range {start_text}-{end_text} ends before it starts.")
     return start, end
 
 
 def _date_range(value: object, zone: ZoneInfo) -> tuple[datetime | None, datetime | None]:
     """A DICOM date or date range (branch-local days) as [from, to) instants."""
-    text = str(value or "").strip()
-    if not text:
-        return None, None
-    start_text, dash, end_text = text.partition("-")
-    if not dash:
-        end_text = start_text
-    if not start_text and not end_text:
-        raise QueryError("A date range needs at least one end.")
+    start_text, end_text = _range_ends(value, "date")
     start = _day(start_text) if start_text else None
     end = _day(end_text) if end_text else None
     if start and end and start > end:
-        raise QueryError(f"The range {text!r} ends before it starts.")
+        raise QueryError(f"The range {start_text}-{end_text} ends before it starts.")
     return (
         datetime.combine(start, time.min, tzinfo=zone) if start else None,
         datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone) if end and end < date.max else None,

@@ -184,9 +184,8 @@ def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) 
 
     With `processes` > 1, that many forked processes each listen on the port with SO_REUSEPORT (the kernel
     spreads new connections over them; one shared socket let whichever process woke first take every waiting
-    connection), so message handling, which is Python work under one
-    interpreter lock per process, uses more than one core; this process only supervises: it restarts a
-    process that died and passes SIGTERM/SIGINT on to all. A message is still applied once whichever
+    connection), so message handling, Python work under one interpreter lock per process, uses more than one
+    core. This process only supervises: it restarts a process that died and passes SIGTERM/SIGINT on to all. A message is still applied once whichever
     process takes it (inbound.message_handle's lock and unique key are in the database)."""
     if processes <= 1:
         _serve(host=host, port=port, threads=threads)

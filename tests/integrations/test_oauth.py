@@ -166,7 +166,9 @@ def test_client_without_any_allowed_scope_cannot_obtain_a_token(client, api_clie
 
 def test_wrong_secret_returns_401_invalid_client(client, api_client_factory):
     api_client = api_client_factory()
-    response = client.post(TOKEN_URL, {**credentials(api_client), "client_secret": api_client.secret[:-1] + "x"})
+    # Flip the last character to one it cannot already be (a fixed "x" matched 1 secret in 62).
+    wrong = api_client.secret[:-1] + ("y" if api_client.secret.endswith("x") else "x")
+    response = client.post(TOKEN_URL, {**credentials(api_client), "client_secret": wrong})
     assert_token_error(response, 401, "invalid_client")
     assert AccessToken.objects.count() == 0
 

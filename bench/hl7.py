@@ -123,11 +123,28 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
     port = free_port()
     # The listener as the hl7-listener role runs it: its own process(es), so the clients here take none of its
     # CPU (or interpreter lock).
+    command = [
+        sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port),
+        "--processes", str(processes), "--threads", "4",
+    ]  # fmt: skip
+    if profile := os.environ.get("HL7_BENCH_PROFILE"):
+        # py-spy's raw (collapsed) stacks of the listener and its children, sampled while holding the GIL.
+        command = [
+            "py-spy",
+            "record",
+            "--subprocesses",
+            "--gil",
+            "-r",
+            "500",
+            "-f",
+            "raw",
+            "-o",
+            profile,
+            "--",
+            *command,
+        ]
     listener = subprocess.Popen(
-        [
-            sys.executable, "manage.py", "hl7_listener", "--host", "127.0.0.1", "--port", str(port),
-            "--processes", str(processes), "--threads", "4",
-        ],
+        command,
         cwd=ROOT,
         env={**os.environ, "LOG_LEVEL": "WARNING"},
     )  # fmt: skip
@@ -161,7 +178,10 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
     with ThreadPoolExecutor(connections) as pool:
         list(pool.map(client, parts))
     elapsed = time.perf_counter() - started
-    listener.send_signal(signal.SIGTERM)
+    if profile:
+        subprocess.run(["pkill", "-TERM", "-P", str(listener.pid)], check=False)  # py-spy writes when it exits
+    else:
+        listener.send_signal(signal.SIGTERM)
     listener.wait(30)
     return {
         "run": f"ORU^R01 ingest, 10 results each, {connections} connections, {processes} listener process(es)",

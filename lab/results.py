@@ -14,15 +14,17 @@ order is `final` when every item that is not cancelled is, else `resulted`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import UUIDField
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
+from clinic.query_plans import QueryPlan, Slot, grouped
 from lab import events, interpretation, locks, notifications
 from lab.models import (
     Analyte,
@@ -32,6 +34,7 @@ from lab.models import (
     LabOrderItem,
     LabResult,
     OrderStatus,
+    ReferenceRange,
     ResultStatus,
     TestKind,
 )
@@ -72,28 +75,44 @@ def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
 @dataclass
 class _State:
     """What the post is checked against, read once under the order's lock: the order's items (by test code;
-    a test is on an order once), their tests' analytes (by test and code) with their ranges, and the current
-    result versions (by item and analyte). Item and order statuses are derived from it after the write, so
-    they cost no further reads."""
+    a test is on an order once), their tests' analytes (by test and code), the analytes' reference ranges
+    and the current result versions (by item and analyte). Item and order statuses are derived from it after
+    the write, so they cost no further reads."""
 
     items: dict[str, LabOrderItem]
     analytes: dict[tuple[Any, str], Analyte]
+    ranges: Mapping[Any, list[ReferenceRange]]
     current: dict[tuple[Any, Any], LabResult]
 
 
+# Precompiled (clinic.query_plans): an HL7 ORU message runs these on every post.
+# Orders that only keep results deterministic: a model's default ordering would join more tables.
+_ITEMS = QueryPlan(
+    lambda: (
+        LabOrderItem.objects.select_related("test")
+        .filter(order_id=Slot("order", UUIDField()))
+        .order_by("position", "id")
+    )
+)
+_ANALYTES = QueryPlan(
+    lambda: Analyte.objects.filter(test__order_items__order_id=Slot("order", UUIDField())).order_by("id")
+)
+_RANGES = QueryPlan(
+    lambda: ReferenceRange.objects.filter(analyte__test__order_items__order_id=Slot("order", UUIDField())).order_by(
+        "analyte_id", "sex", "age_min_days"
+    )
+)
+_CURRENT = QueryPlan(
+    lambda: LabResult.objects.filter(item__order_id=Slot("order", UUIDField()), current=True).order_by("id")
+)
+
+
 def _state(order: LabOrder) -> _State:
-    items = {item.test.code: item for item in order.items.select_related("test")}
-    analytes = {
-        (analyte.test_id, analyte.code): analyte
-        for analyte in Analyte.objects.filter(test_id__in=[item.test_id for item in items.values()]).prefetch_related(
-            "ranges"
-        )
-    }
-    current = {
-        (result.item_id, result.analyte_id): result
-        for result in LabResult.objects.filter(item__order=order, current=True)
-    }
-    return _State(items=items, analytes=analytes, current=current)
+    items = {item.test.code: item for item in _ITEMS.fetch(order=order.pk)}
+    analytes = {(analyte.test_id, analyte.code): analyte for analyte in _ANALYTES.fetch(order=order.pk)}
+    current = {(result.item_id, result.analyte_id): result for result in _CURRENT.fetch(order=order.pk)}
+    ranges = grouped(_RANGES.fetch(order=order.pk), "analyte_id")
+    return _State(items=items, analytes=analytes, ranges=ranges, current=current)
 
 
 def _check(order: LabOrder, state: _State, results: Sequence[ResultInput], status: str) -> list[_Checked]:
@@ -233,7 +252,7 @@ def lab_results_record(
     versions = []
     for entry in checked:
         analyte = entry.analyte
-        ranges = list(analyte.ranges.all()) if analyte is not None else []
+        ranges = state.ranges.get(analyte.id, []) if analyte is not None else []
         meaning = interpretation.interpretation_for(analyte, entry.parsed, ranges=ranges, sex=sex, age_days=age_days)
         critical = critical or meaning.flag in (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
         versions.append(

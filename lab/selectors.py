@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.db.models import (
+    CharField,
     DateField,
     DateTimeField,
     Exists,
@@ -20,11 +21,13 @@ from django.db.models import (
     QuerySet,
     Subquery,
     TimeField,
+    UUIDField,
 )
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
 from clinic.models import Branch
+from clinic.query_plans import QueryPlan, Slot, grouped, prefetched
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
@@ -86,10 +89,61 @@ def _with_detail(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
     return orders.select_related("branch", "patient", "doctor").prefetch_related(Prefetch("items", queryset=items))
 
 
+_ORDER = QueryPlan(
+    lambda: LabOrder.objects.select_related("branch", "patient", "doctor").filter(id=Slot("order", UUIDField()))
+)
+_ORDER_ITEMS = QueryPlan(
+    lambda: (
+        LabOrderItem.objects.select_related("test")
+        .filter(order_id=Slot("order", UUIDField()))
+        .order_by("position", "id")
+    )
+)
+_ORDER_RESULTS = QueryPlan(
+    lambda: (
+        LabResult.objects.select_related("analyte")
+        .filter(item__order_id=Slot("order", UUIDField()))
+        .order_by("analyte__position", "analyte__code", "version")
+    )
+)
+
+
 def lab_order_load(order_id: uuid.UUID) -> LabOrder:
-    """An order with everything its representation shows, whatever its branch: for the events its own writes
-    publish (lab.events), never for a client's request."""
-    return _with_detail(LabOrder.objects.filter(id=order_id)).get()
+    """An order with everything its representation shows (what _with_detail loads), whatever its branch: for
+    the events its own writes publish (lab.events), never for a client's request. Precompiled (an ORU
+    message publishes its order's event on every post), in 3 statements. LabOrder.DoesNotExist when unknown."""
+    found = _ORDER.fetch(order=order_id)
+    if not found:
+        raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
+    order = found[0]
+    items = _ORDER_ITEMS.fetch(order=order_id)
+    results = grouped(_ORDER_RESULTS.fetch(order=order_id), "item_id")
+    for item in items:
+        item.order = order
+        for result in results.get(item.id, ()):
+            result.item = item
+        prefetched(item, "results", results.get(item.id, []))
+    prefetched(order, "items", items)
+    return order
+
+
+_ITEM_BY_ACCESSION = QueryPlan(
+    lambda: LabOrderItem.objects.select_related("test", "order__patient").filter(
+        accession_number=Slot("accession", CharField())
+    )
+)
+
+
+def lab_order_item_by_accession(*numbers: str) -> LabOrderItem | None:
+    """The item of the first of `numbers` that is an accession number (with its test and its order's
+    patient), whatever its branch: for the channels of trusted senders (HL7 results), never for a client's
+    request. Accession numbers are unique; a blank number is skipped."""
+    for number in dict.fromkeys(numbers):
+        if number:
+            found = _ITEM_BY_ACCESSION.fetch(accession=number)
+            if found:
+                return found[0]
+    return None
 
 
 def lab_order_get(*, client: ApiClient, ref: str) -> LabOrder:

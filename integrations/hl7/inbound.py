@@ -34,6 +34,7 @@ from integrations.hl7.messages import ts
 from integrations.hl7.models import Hl7ReceivedMessage
 from lab.models import LabOrder, LabOrderItem, TestKind
 from lab.results import ResultInput, lab_results_record
+from lab.selectors import lab_order_item_by_accession
 
 logger = logging.getLogger("integrations.hl7.listener")
 
@@ -151,8 +152,7 @@ def _groups(segments: list[er7.Segment]) -> tuple[er7.Segment | None, list[_Grou
 
 def _item(group: _Group) -> LabOrderItem:
     keys = [k for k in ((group.orc.get(2) if group.orc else ""), group.obr.get(2), group.obr.get(3)) if k]
-    items = LabOrderItem.objects.select_related("test", "order__patient").filter(accession_number__in=keys)
-    item = next(iter(items), None)
+    item = lab_order_item_by_accession(*keys)
     if item is None and keys:
         test_code = group.obr.get(4)
         group_number = group.orc.get(4) if group.orc else ""

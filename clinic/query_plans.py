@@ -1,0 +1,162 @@
+"""Querysets compiled once, run many times: the ORM's SQL and row handling without compiling on every call.
+
+The ORM compiles a queryset to SQL each time it runs: resolving lookups, joins, the select list and the
+ordering costs several times what executing a short indexed query does. On the hot write paths (an HL7
+result message, a booking) the same few querysets run with only their parameter values changing, and their
+compilation was the largest single cost in the profiles (bench/results/profiles/). A QueryPlan builds its
+queryset once with `Slot` placeholders where the values go, compiles it once per database connection, and on
+every call substitutes the values and builds the model instances exactly as the ORM's own iterator does
+(`from_db`, select_related populators, the fields' converters).
+
+What a plan does not do: prefetch_related (load the related rows with a plan of their own, then attach them
+with `prefetched`), known related objects, deferred fields, values(). A Slot stands for one value (use it on
+the right-hand side of an exact, comparison or `contains` lookup).
+
+    items = QueryPlan(lambda: LabOrderItem.objects.select_related("test").filter(order_id=Slot("order", UUIDField())))
+    items.fetch(order=order.pk)  # -> list[LabOrderItem]
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Expression, Field, Model, QuerySet
+from django.db.models.query import get_related_populators
+from django.db.transaction import TransactionManagementError
+
+M = TypeVar("M", bound=Model)
+
+
+class Slot(Expression):
+    """Where a plan's parameter goes: compiles to one placeholder whose value `QueryPlan.fetch` supplies."""
+
+    def __init__(self, name: str, output_field: Field) -> None:
+        super().__init__(output_field=output_field)
+        self.name = name
+
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        return "%s", [self]
+
+    def __repr__(self) -> str:
+        return f"Slot({self.name!r})"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """One plan compiled for one connection: everything the ORM's ModelIterable derives from the compiler."""
+
+    sql: str
+    params: tuple[Any, ...]
+    model: type[Model]
+    fields_start: int
+    fields_end: int
+    init_list: list[str]
+    populators: list[Any]
+    converters: list[tuple[int, list[Any], Any]]
+    annotations: dict[str, int]
+    for_update: bool
+
+
+class QueryPlan(Generic[M]):
+    """A queryset (from `build`, called once) compiled per connection and run with `fetch(**values)`."""
+
+    def __init__(self, build: Callable[[], QuerySet[M]]) -> None:
+        self._build = build
+        self._queryset: QuerySet[M] | None = None
+        self._lock = threading.Lock()
+        # Per connection object: Django gives each thread its own, and a compiler holds its connection.
+        self._compiled: weakref.WeakKeyDictionary[Any, _Compiled] = weakref.WeakKeyDictionary()
+
+    def _template(self) -> QuerySet[M]:
+        if self._queryset is None:
+            with self._lock:
+                if self._queryset is None:
+                    queryset = self._build()
+                    if getattr(queryset, "_prefetch_related_lookups", ()):
+                        raise ValueError("A QueryPlan does not prefetch: give the related rows a plan of their own.")
+                    self._queryset = queryset
+        return self._queryset
+
+    def _compile(self, queryset: QuerySet[M], connection: Any) -> _Compiled:
+        compiler = queryset.query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        select, klass_info = compiler.select, compiler.klass_info
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        fields = [column[0] for column in select[: compiler.col_count]]
+        converters = [(pos, convs, expression) for pos, (convs, expression) in compiler.get_converters(fields).items()]
+        return _Compiled(
+            sql=sql,
+            params=tuple(params),
+            model=klass_info["model"],
+            fields_start=start,
+            fields_end=end,
+            init_list=[column[0].target.attname for column in select[start:end]],
+            # Django 5.2's signature (the stubs follow 6.0, which adds fetch_mode).
+            populators=get_related_populators(klass_info, select, connection.alias),  # type: ignore[call-arg]
+            converters=converters,
+            annotations=dict(compiler.annotation_col_map or {}),
+            for_update=bool(queryset.query.select_for_update),
+        )
+
+    def fetch(self, using: str | None = None, **values: Any) -> list[M]:
+        """The rows for these slot values, as model instances. Raises KeyError naming a slot not given."""
+        queryset = self._template()
+        alias = using or queryset.db or DEFAULT_DB_ALIAS
+        connection = connections[alias]
+        compiled = self._compiled.get(connection)
+        if compiled is None:
+            compiled = self._compiled[connection] = self._compile(queryset, connection)
+        if compiled.for_update and connection.get_autocommit():
+            # What the ORM checks when it compiles (here, once): a row lock outside a transaction ends at once.
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        params = [
+            param.output_field.get_db_prep_value(values[param.name], connection) if isinstance(param, Slot) else param
+            for param in compiled.params
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+        return _instances(compiled, rows, alias, connection)
+
+
+def _instances(compiled: _Compiled, rows: Iterable[Any], alias: str, connection: Any) -> list[Any]:
+    """What django.db.models.query.ModelIterable does with each row."""
+    objects = []
+    start, end = compiled.fields_start, compiled.fields_end
+    for raw in rows:
+        row = list(raw)
+        for pos, convs, expression in compiled.converters:
+            value = row[pos]
+            for convert in convs:
+                value = convert(value, expression, connection)
+            row[pos] = value
+        obj = compiled.model.from_db(alias, compiled.init_list, row[start:end])
+        for populator in compiled.populators:
+            populator.populate(row, obj)
+        for name, pos in compiled.annotations.items():
+            setattr(obj, name, row[pos])
+        objects.append(obj)
+    return objects
+
+
+def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:
+    """Attach `objects` as what `instance.<relation>.all()` returns (a reverse foreign key), as
+    prefetch_related would, without building the related manager's queryset (its filter is compiled work)."""
+    rel = getattr(type(instance), relation).rel
+    queryset: QuerySet[Any] = QuerySet(model=rel.related_model)
+    queryset._result_cache = objects
+    queryset.__dict__["_prefetch_done"] = True  # an attribute the stubs do not declare
+    instance.__dict__.setdefault("_prefetched_objects_cache", {})[rel.cache_name] = queryset
+
+
+def grouped(objects: Iterable[M], key: str) -> Mapping[Any, list[M]]:
+    """`objects` by the value of their attribute `key`, each group in the order given."""
+    groups: dict[Any, list[M]] = {}
+    for obj in objects:
+        groups.setdefault(getattr(obj, key), []).append(obj)
+    return groups

@@ -6,7 +6,8 @@ result message, a booking) the same few querysets run with only their parameter 
 compilation was the largest single cost in the profiles (bench/results/profiles/). A QueryPlan builds its
 queryset once with `Slot` placeholders where the values go, compiles it once per database connection, and on
 every call substitutes the values and builds the model instances exactly as the ORM's own iterator does
-(`from_db`, select_related populators, the fields' converters).
+(`from_db`, select_related populators, the fields' converters). Its parameters are bound on the server, so
+PostgreSQL parses and plans the statement once per connection too (psycopg's automatic preparation).
 
 What a plan does not do: prefetch_related (load the related rows with a plan of their own, then attach them
 with `prefetched`), known related objects, deferred fields, values(). A Slot stands for one value (use it on
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Expression, Field, Model, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.transaction import TransactionManagementError
@@ -86,18 +88,24 @@ class QueryPlan(Generic[M]):
         compiler = queryset.query.get_compiler(connection=connection)
         sql, params = compiler.as_sql()
         select, klass_info = compiler.select, compiler.klass_info
-        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         fields = [column[0] for column in select[: compiler.col_count]]
         converters = [(pos, convs, expression) for pos, (convs, expression) in compiler.get_converters(fields).items()]
+        if klass_info is None:  # values_list(): rows only
+            model, start, end, init_list, populators = queryset.model, 0, 0, [], []
+        else:
+            model = klass_info["model"]
+            start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+            init_list = [column[0].target.attname for column in select[start:end]]
+            # Django 5.2's signature (the stubs follow 6.0, which adds fetch_mode).
+            populators = get_related_populators(klass_info, select, connection.alias)  # type: ignore[call-arg]
         return _Compiled(
             sql=sql,
             params=tuple(params),
-            model=klass_info["model"],
+            model=model,
             fields_start=start,
             fields_end=end,
-            init_list=[column[0].target.attname for column in select[start:end]],
-            # Django 5.2's signature (the stubs follow 6.0, which adds fetch_mode).
-            populators=get_related_populators(klass_info, select, connection.alias),  # type: ignore[call-arg]
+            init_list=init_list,
+            populators=populators,
             converters=converters,
             annotations=dict(compiler.annotation_col_map or {}),
             for_update=bool(queryset.query.select_for_update),
@@ -105,6 +113,15 @@ class QueryPlan(Generic[M]):
 
     def fetch(self, using: str | None = None, **values: Any) -> list[M]:
         """The rows for these slot values, as model instances. Raises KeyError naming a slot not given."""
+        compiled, alias, connection, rows = self._run(using, values)
+        return _instances(compiled, rows, alias, connection)
+
+    def rows(self, using: str | None = None, **values: Any) -> list[list[Any]]:
+        """The rows of a values_list() plan (a union of them too) for these slot values, converted."""
+        compiled, _, connection, rows = self._run(using, values)
+        return [_converted(compiled, raw, connection) for raw in rows]
+
+    def _run(self, using: str | None, values: dict[str, Any]) -> tuple[_Compiled, str, Any, list[Any]]:
         queryset = self._template()
         alias = using or queryset.db or DEFAULT_DB_ALIAS
         connection = connections[alias]
@@ -118,10 +135,26 @@ class QueryPlan(Generic[M]):
             param.output_field.get_db_prep_value(values[param.name], connection) if isinstance(param, Slot) else param
             for param in compiled.params
         ]
-        with connection.cursor() as cursor:
+        with _server_binding_cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
-        return _instances(compiled, rows, alias, connection)
+            return compiled, alias, connection, cursor.fetchall()
+
+
+def _server_binding_cursor(connection: Any) -> Any:
+    """A cursor of `connection` (through Django: health check, time zone, query logging, execute wrappers)
+    that sends the parameters apart from the SQL instead of quoting them into it, so PostgreSQL can prepare
+    a plan's statement once per connection (psycopg prepares a statement run `prepare_threshold` times; the
+    setting is None behind PgBouncer's transaction pooling, where nothing may outlive a transaction)."""
+    connection.ensure_connection()
+    raw = connection.connection
+    previous = raw.cursor_factory
+    # The connection is this thread's own (Django's connections are per thread): swapping its factory for
+    # one cursor cannot race with another thread.
+    raw.cursor_factory = ServerBindingCursor
+    try:
+        return connection.cursor()
+    finally:
+        raw.cursor_factory = previous
 
 
 def _instances(compiled: _Compiled, rows: Iterable[Any], alias: str, connection: Any) -> list[Any]:
@@ -129,12 +162,7 @@ def _instances(compiled: _Compiled, rows: Iterable[Any], alias: str, connection:
     objects = []
     start, end = compiled.fields_start, compiled.fields_end
     for raw in rows:
-        row = list(raw)
-        for pos, convs, expression in compiled.converters:
-            value = row[pos]
-            for convert in convs:
-                value = convert(value, expression, connection)
-            row[pos] = value
+        row = _converted(compiled, raw, connection)
         obj = compiled.model.from_db(alias, compiled.init_list, row[start:end])
         for populator in compiled.populators:
             populator.populate(row, obj)
@@ -142,6 +170,16 @@ def _instances(compiled: _Compiled, rows: Iterable[Any], alias: str, connection:
             setattr(obj, name, row[pos])
         objects.append(obj)
     return objects
+
+
+def _converted(compiled: _Compiled, raw: Any, connection: Any) -> list[Any]:
+    row = list(raw)
+    for pos, convs, expression in compiled.converters:
+        value = row[pos]
+        for convert in convs:
+            value = convert(value, expression, connection)
+        row[pos] = value
+    return row
 
 
 def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:

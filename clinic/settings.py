@@ -159,6 +159,11 @@ DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", default=
 if DATABASE_TRANSACTION_POOLING:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
+else:
+    # Django turns psycopg's automatic preparation off unless asked; only the precompiled query plans bind on
+    # the server (clinic/query_plans.py), so only their statements are prepared, each after 5 runs on a
+    # connection (psycopg keeps at most 100 per connection).
+    DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5)
 # An optional streaming replica of the same database (clinic/replica.py): lag-tolerant reads (lists, search,
 # the billing summary, FHIR search) go there; everything else, and a request once it wrote, to the primary.
 DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL", default="")
@@ -170,6 +175,8 @@ if DATABASE_REPLICA_URL:
     if DATABASE_TRANSACTION_POOLING:
         DATABASES["replica"]["DISABLE_SERVER_SIDE_CURSORS"] = True
         DATABASES["replica"]["OPTIONS"]["prepare_threshold"] = None
+    else:
+        DATABASES["replica"]["OPTIONS"].setdefault("prepare_threshold", 5)
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the test database through it
     DATABASE_ROUTERS = ["clinic.replica.ReplicaRouter"]
 # test_<database>: two checkouts testing against two databases of one server never share a test database.

@@ -21,6 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -60,10 +61,10 @@ def drains_enqueue(destination_ids: list[uuid.UUID], *, countdown: float = 0) ->
             return
 
 
-def hl7_destinations_matching(event_type: str) -> QuerySet[Hl7Destination]:
-    """Active destinations taking `event_type` (integrations.webhooks.events reads them in the statement that
-    finds the webhook subscriptions)."""
-    return Hl7Destination.objects.filter(is_active=True, event_types__contains=[event_type])
+def hl7_destinations_matching(event_types: Any) -> QuerySet[Hl7Destination]:
+    """Active destinations taking every one of `event_types` (a list, or the Slot of a precompiled plan:
+    integrations.webhooks.events reads them in the statement that finds the webhook subscriptions)."""
+    return Hl7Destination.objects.filter(is_active=True, event_types__contains=event_types)
 
 
 def hl7_messages_add(event: WebhookEvent, destinations: list[uuid.UUID]) -> int:

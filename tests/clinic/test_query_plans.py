@@ -145,6 +145,23 @@ def test_a_locking_plan_needs_a_transaction_and_locks_the_row():
     assert seen == ["OperationalError", "locked"]
 
 
+def test_the_statement_is_prepared_on_the_server_after_a_few_runs():
+    department = DepartmentFactory()
+    DoctorFactory(department=department, default_slot_minutes=15)
+    plan = QueryPlan(lambda: Doctor.objects.filter(department_id=Slot("department", UUIDField())).order_by("id"))
+
+    def prepared() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%clinic_doctor%"])
+            return cursor.fetchone()[0]
+
+    assert prepared() == 0
+    for _ in range(connection.connection.prepare_threshold + 1):
+        assert len(plan.fetch(department=department.pk)) == 1
+    assert prepared() == 1
+    assert plan.fetch(department=DepartmentFactory().pk) == []
+
+
 def test_misuse_is_refused_clearly():
     with pytest.raises(KeyError, match="minutes"):
         DOCTORS_OF.fetch(department=DepartmentFactory().pk)

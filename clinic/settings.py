@@ -149,6 +149,8 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgresql://...).")
+# Django's PostgreSQL backend with a health check that sends nothing (clinic/database/base.py).
+DATABASES["default"]["ENGINE"] = "clinic.database"
 DATABASES["default"].setdefault("OPTIONS", {})
 # Behind PgBouncer in transaction mode (deploy/kubernetes): consecutive transactions of one Django connection
 # may run on different server connections, so nothing may outlive a transaction on the server. Named
@@ -172,6 +174,7 @@ if DATABASE_REPLICA_URL:
         DATABASE_REPLICA_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
     )
     DATABASES["replica"].setdefault("OPTIONS", {})
+    DATABASES["replica"]["ENGINE"] = "clinic.database"
     if DATABASE_TRANSACTION_POOLING:
         DATABASES["replica"]["DISABLE_SERVER_SIDE_CURSORS"] = True
         DATABASES["replica"]["OPTIONS"]["prepare_threshold"] = None

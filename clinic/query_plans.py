@@ -135,12 +135,12 @@ class QueryPlan(Generic[M]):
             param.output_field.get_db_prep_value(values[param.name], connection) if isinstance(param, Slot) else param
             for param in compiled.params
         ]
-        with _server_binding_cursor(connection) as cursor:
+        with server_binding_cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             return compiled, alias, connection, cursor.fetchall()
 
 
-def _server_binding_cursor(connection: Any) -> Any:
+def server_binding_cursor(connection: Any) -> Any:
     """A cursor of `connection` (through Django: health check, time zone, query logging, execute wrappers)
     that sends the parameters apart from the SQL instead of quoting them into it, so PostgreSQL can prepare
     a plan's statement once per connection (psycopg prepares a statement run `prepare_threshold` times; the

@@ -19,6 +19,7 @@ from clinic.api.context import request_context
 from clinic.api.errors import api_not_found
 from clinic.api.network import client_ip
 from clinic.api.paths import API_PREFIX, FHIR_PREFIX, is_public_api_path
+from clinic.query_plans import server_binding_cursor
 from clinic.text import CONTROL_CHARACTERS
 from integrations.models import AuditLogEntry
 
@@ -84,7 +85,7 @@ _CASTS = {"ip": "%s::inet", "patient_ids": "%s::uuid[]"}
 
 def _insert(row: dict[str, Any]) -> None:
     """Write the row now, in its own statement (autocommit): it is committed before the response leaves."""
-    with connection.cursor() as cursor:
+    with server_binding_cursor(connection) as cursor:  # prepared once per connection
         cursor.execute(_insert_statement(), [row[name] for name in _COLUMNS])
 
 

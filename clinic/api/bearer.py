@@ -23,6 +23,7 @@ from django.db import connection
 from django.db.models import Model
 from oauth2_provider.models import AccessToken
 
+from clinic.query_plans import server_binding_cursor
 from clinic.selectors import client_branch_ids_known
 from integrations.models import ApiClient
 
@@ -74,7 +75,7 @@ def access_token_load(token: str) -> AccessToken | None:
     `application` (the ApiClient) and that client's branch restriction loaded; None when there is none. A
     token without a client is none: every token of this service is issued to a client."""
     sql, token_fields, client_fields = _statement()
-    with connection.cursor() as cursor:
+    with server_binding_cursor(connection) as cursor:  # prepared once per connection
         cursor.execute(sql, [hashlib.sha256(token.encode("utf-8")).hexdigest()])
         row = cursor.fetchone()
     if row is None:

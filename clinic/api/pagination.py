@@ -61,9 +61,10 @@ class HeaderPagination:
             self.total = len(queryset)
             return list(queryset[self.offset : self.offset + self.per_page])
         # The page first: a page that is neither full nor past the end holds the last rows, so it gives the
-        # total without the COUNT (one statement instead of two on every short list, such as the branches).
+        # total without the COUNT (one statement instead of two on every short list, such as the branches);
+        # so does an empty first page (a filter that matches nothing has a total of 0).
         page = list(queryset[self.offset : self.offset + self.per_page])
-        if page and len(page) < self.per_page:
+        if (page or self.offset == 0) and len(page) < self.per_page:
             self.total = self.offset + len(page)
         else:
             self.total = queryset.count()

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
-from django.db.models import Exists
+from django.db.models import DateField, DateTimeField, Exists, IntegerField, QuerySet, UUIDField
 from django.utils import timezone
 
 from appointments.models import Appointment, BranchHoliday, DoctorLeave, WeeklySession
 from clinic.models import Branch, Doctor
+from clinic.query_plans import QueryPlan, Slot
 
 
 @dataclass(frozen=True)
@@ -23,16 +25,36 @@ class Cell:
     end: datetime
 
 
-def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
-    """All cells of the doctor's sessions that day, before removing booked and started ones."""
-    # One query: the day's sessions, none when the branch is closed or the doctor is on leave.
-    sessions = (
-        WeeklySession.objects.filter(doctor=doctor, branch=branch, weekday=day.weekday())
-        .filter(~Exists(BranchHoliday.objects.filter(branch=branch, date=day)))
-        .filter(~Exists(DoctorLeave.objects.filter(doctor=doctor, start_date__lte=day, end_date__gte=day)))
+# The day's sessions, none when the branch is closed or the doctor is on leave: one precompiled statement
+# (every booking and slot query runs it).
+_SESSIONS: QueryPlan[Any] = QueryPlan(
+    lambda: (
+        WeeklySession.objects.filter(
+            doctor_id=Slot("doctor", UUIDField()),
+            branch_id=Slot("branch", UUIDField()),
+            weekday=Slot("weekday", IntegerField()),
+        )
+        .filter(
+            ~Exists(BranchHoliday.objects.filter(branch_id=Slot("branch", UUIDField()), date=Slot("day", DateField())))
+        )
+        .filter(
+            ~Exists(
+                DoctorLeave.objects.filter(
+                    doctor_id=Slot("doctor", UUIDField()),
+                    start_date__lte=Slot("day", DateField()),
+                    end_date__gte=Slot("day", DateField()),
+                )
+            )
+        )
         .order_by("start")
         .values_list("start", "end")
     )
+)
+
+
+def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> list[Cell]:
+    """All cells of the doctor's sessions that day, before removing booked and started ones."""
+    sessions = _SESSIONS.rows(doctor=doctor.pk, branch=branch.pk, weekday=day.weekday(), day=day)
     zone = branch.zone
     cells = []
     for session_start, session_end_time in sessions:
@@ -50,6 +72,26 @@ def grid(*, doctor: Doctor, branch: Branch, day: date, duration: timedelta) -> l
 SHORTEST_CELL, LONGEST_CELL = timedelta(minutes=5), timedelta(minutes=240)
 
 
+def _busy(*, ignoring: bool) -> QueryPlan[Appointment]:
+    """The doctor's active appointments overlapping [since, until), at any branch (precompiled)."""
+
+    def build() -> QuerySet[Any, Any]:
+        appointments = Appointment.objects.filter(
+            doctor_id=Slot("doctor", UUIDField()),
+            status__in=Appointment.ACTIVE_STATUSES,
+            slot_start__lt=Slot("until", DateTimeField()),
+            slot_end__gt=Slot("since", DateTimeField()),
+        )
+        if ignoring:
+            appointments = appointments.exclude(pk=Slot("ignoring", UUIDField()))
+        return appointments.values_list("slot_start", "slot_end").order_by()
+
+    return QueryPlan(build)
+
+
+_BUSY, _BUSY_IGNORING = _busy(ignoring=False), _busy(ignoring=True)
+
+
 def free_cells(
     *, doctor: Doctor, branch: Branch, day: date, duration: timedelta, ignoring: Appointment | None = None
 ) -> list[Cell]:
@@ -58,15 +100,8 @@ def free_cells(
     if not cells:
         return []
     now = timezone.now()
-    appointments = Appointment.objects.filter(
-        doctor=doctor,
-        status__in=Appointment.ACTIVE_STATUSES,
-        slot_start__lt=cells[-1].end,
-        slot_end__gt=cells[0].start,
-    )
-    if ignoring is not None:
-        appointments = appointments.exclude(pk=ignoring.pk)
-    busy = list(appointments.values_list("slot_start", "slot_end"))
+    window: dict[str, Any] = {"doctor": doctor.pk, "until": cells[-1].end, "since": cells[0].start}
+    busy = _BUSY.rows(**window) if ignoring is None else _BUSY_IGNORING.rows(**window, ignoring=ignoring.pk)
     return [
         cell
         for cell in cells

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Expression, Field, Model, QuerySet
+from django.db.models.fields.related_descriptors import ManyToManyDescriptor
 from django.db.models.query import get_related_populators
 from django.db.transaction import TransactionManagementError
 
@@ -183,13 +184,21 @@ def _converted(compiled: _Compiled, raw: Any, connection: Any) -> list[Any]:
 
 
 def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:
-    """Attach `objects` as what `instance.<relation>.all()` returns (a reverse foreign key), as
-    prefetch_related would, without building the related manager's queryset (its filter is compiled work)."""
-    rel = getattr(type(instance), relation).rel
-    queryset: QuerySet[Any] = QuerySet(model=rel.related_model)
+    """Attach `objects` as what `instance.<relation>.all()` returns (a reverse foreign key or a forward
+    many-to-many), as prefetch_related would, without building the related manager's queryset (its filter
+    is compiled work)."""
+    descriptor = getattr(type(instance), relation)
+    rel = descriptor.rel
+    if isinstance(descriptor, ManyToManyDescriptor):
+        if descriptor.reverse:
+            raise ValueError(f"{relation} is the reverse of a many-to-many: not supported.")
+        model, name = rel.model, rel.field.name
+    else:
+        model, name = rel.related_model, rel.cache_name
+    queryset: QuerySet[Any] = QuerySet(model=model)
     queryset._result_cache = objects
     queryset.__dict__["_prefetch_done"] = True  # an attribute the stubs do not declare
-    instance.__dict__.setdefault("_prefetched_objects_cache", {})[rel.cache_name] = queryset
+    instance.__dict__.setdefault("_prefetched_objects_cache", {})[name] = queryset
 
 
 def grouped(objects: Iterable[M], key: str) -> Mapping[Any, list[M]]:

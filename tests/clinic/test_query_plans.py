@@ -15,7 +15,7 @@ from django.db.transaction import TransactionManagementError
 from clinic.models import Doctor
 from clinic.query_plans import QueryPlan, Slot, grouped, prefetched
 from integrations.webhooks.models import WebhookEvent
-from tests.factories import DepartmentFactory, DoctorFactory
+from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,3 +179,14 @@ def test_prefetched_objects_are_what_the_relation_returns(django_assert_num_quer
         assert isinstance(listed, QuerySet)
         assert list(listed) == doctors
     assert grouped(doctors, "department_id") == {department.pk: doctors}
+
+
+def test_prefetched_many_to_many_is_what_the_relation_returns(django_assert_num_queries):
+    branches = [BranchFactory(code=code) for code in ("QPA", "QPB")]
+    doctor = DoctorFactory(branches=branches)
+    fresh = Doctor.objects.get(pk=doctor.pk)
+    with django_assert_num_queries(0):
+        prefetched(fresh, "branches", branches)
+        assert list(fresh.branches.all()) == branches
+    with pytest.raises(ValueError, match="reverse of a many-to-many"):
+        prefetched(branches[0], "doctors", [fresh])

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
-from django.db.models import Expression, Field, Model, QuerySet
+from django.db.models import Expression, Field, Lookup, Model, QuerySet
 from django.db.models.fields.related_descriptors import ManyToManyDescriptor
 from django.db.models.query import get_related_populators
 from django.db.transaction import TransactionManagementError
@@ -47,6 +47,18 @@ class Slot(Expression):
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r})"
+
+
+class AnyOf(Lookup):
+    """`lhs = ANY(rhs)`: membership in an array, the `__in` of a plan (whose IN list would change its SQL
+    with its length). Used as an expression: `.filter(AnyOf(F("id"), Slot("ids", ArrayField(UUIDField()))))`."""
+
+    lookup_name = "any_of"
+
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 
 
 @dataclass(frozen=True)

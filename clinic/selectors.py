@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import cast
+from functools import cache
+from typing import Any, cast
 
-from django.db.models import Exists, OuterRef, QuerySet, UUIDField
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import CharField, Exists, F, OuterRef, QuerySet, UUIDField
 
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Doctor
-from clinic.query_plans import QueryPlan, Slot, prefetched
+from clinic.query_plans import AnyOf, QueryPlan, Slot, prefetched
 from integrations.models import ApiClient
 
 _BRANCH_IDS = "_clinic_branch_ids"
@@ -68,6 +70,31 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
     if state:
         branches = branches.filter(state=state)  # a canonical name (clinic.api.serializers.IndianStateField)
     return branches.order_by("code", "id")
+
+
+@cache
+def _branches_plan(*, restricted: bool, by_state: bool) -> QueryPlan[Branch]:
+    def build() -> QuerySet[Branch]:
+        branches = Branch.objects.filter(is_active=True)
+        if restricted:
+            branches = branches.filter(AnyOf(F("id"), Slot("allowed", ArrayField(UUIDField()))))
+        if by_state:
+            branches = branches.filter(state=Slot("state", CharField()))
+        return branches.order_by("code", "id")
+
+    return QueryPlan(build)
+
+
+def branches_visible(*, client: ApiClient, state: str | None = None) -> list[Branch]:
+    """branch_list's branches, read whole with one precompiled statement (GET /branches, the framework
+    floor: a network has tens of branches, so the page is cut from the list and its total is its length)."""
+    allowed = client_branch_ids(client)
+    values: dict[str, Any] = {}
+    if allowed is not None:
+        values["allowed"] = list(allowed)
+    if state:
+        values["state"] = state
+    return _branches_plan(restricted=allowed is not None, by_state=bool(state)).fetch(**values)
 
 
 def _doctor_branches(client: ApiClient) -> QuerySet[Branch]:

@@ -15,7 +15,7 @@ from clinic.api.viewsets import ClinicViewSet
 from clinic.models import Branch, Doctor
 from clinic.representations import Branch as BranchShape
 from clinic.representations import DoctorSchema, branch_data, doctor_data
-from clinic.selectors import branch_list, doctor_get, doctor_list
+from clinic.selectors import branches_visible, doctor_get, doctor_list
 from integrations.models import ApiClient
 
 BRANCH_EXAMPLE = {
@@ -62,7 +62,7 @@ class BranchViewSet(ClinicViewSet[Branch]):
     def list(self, request: Request) -> Response:
         """The branches this client may see, ordered by code. Scope: `appointments:read`."""
         pagination = HeaderPagination(request, BranchListParams(data=request.query_params))
-        branches = branch_list(client=self.api_client, state=pagination.filters.get("state"))
+        branches = branches_visible(client=self.api_client, state=pagination.filters.get("state"))
         return pagination.response([branch_data(branch) for branch in pagination.paginate(branches)])
 
 

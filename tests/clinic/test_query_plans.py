@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection, connections, transaction
-from django.db.models import CharField, IntegerField, QuerySet, UUIDField
+from django.db.models import CharField, F, IntegerField, QuerySet, UUIDField
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
-from clinic.models import Doctor
-from clinic.query_plans import QueryPlan, Slot, grouped, prefetched
+from clinic.models import Department, Doctor
+from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
 from integrations.webhooks.models import WebhookEvent
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 
@@ -190,3 +191,13 @@ def test_prefetched_many_to_many_is_what_the_relation_returns(django_assert_num_
         assert list(fresh.branches.all()) == branches
     with pytest.raises(ValueError, match="reverse of a many-to-many"):
         prefetched(branches[0], "doctors", [fresh])
+
+
+def test_any_of_is_membership_in_an_array_of_any_length():
+    departments = [DepartmentFactory(name=f"Any {i}") for i in range(3)]
+    plan = QueryPlan(
+        lambda: Department.objects.filter(AnyOf(F("id"), Slot("ids", ArrayField(UUIDField())))).order_by("name")
+    )
+    assert plan.fetch(ids=[]) == []
+    assert plan.fetch(ids=[departments[1].pk]) == [departments[1]]
+    assert plan.fetch(ids=[d.pk for d in departments]) == departments

@@ -23,13 +23,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Expression, Field, Lookup, Model, QuerySet
 from django.db.models.fields.related_descriptors import ManyToManyDescriptor
 from django.db.models.query import get_related_populators
+from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
@@ -144,13 +145,51 @@ class QueryPlan(Generic[M]):
         if compiled.for_update and connection.get_autocommit():
             # What the ORM checks when it compiles (here, once): a row lock outside a transaction ends at once.
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-        params = [
-            param.output_field.get_db_prep_value(values[param.name], connection) if isinstance(param, Slot) else param
-            for param in compiled.params
-        ]
+        params = _bound(compiled.params, values, connection)
         with server_binding_cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             return compiled, alias, connection, cursor.fetchall()
+
+
+def _bound(params: Iterable[Any], values: Mapping[str, Any], connection: Any) -> list[Any]:
+    """The compiled parameters with each Slot replaced by its value, prepared as its field prepares it."""
+    return [
+        param.output_field.get_db_prep_value(values[param.name], connection) if isinstance(param, Slot) else param
+        for param in params
+    ]
+
+
+class UpdatePlan:
+    """An UPDATE of one table compiled once per connection:
+    `UpdatePlan(lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())), status=Slot("status", CharField()))`
+    then `.execute(order=..., status=...)`, which returns the number of rows updated. Like QuerySet.update() it
+    sends no signals and sets no auto_now field: give such a field a Slot of its own."""
+
+    def __init__(self, build: Callable[[], QuerySet[Any]], **assignments: Any) -> None:
+        self._build = build
+        self._assignments = assignments
+        self._compiled: weakref.WeakKeyDictionary[Any, tuple[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
+
+    def _compile(self, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        query = cast(UpdateQuery, self._build().query.chain(UpdateQuery))
+        query.add_update_values(self._assignments)
+        query.get_initial_alias()
+        # With a join (or a parent table) the ORM would first SELECT the matching keys and update by them:
+        # compiled once, those keys would be frozen into the statement.
+        if getattr(query, "related_updates", None) or query.count_active_tables() != 1:
+            raise ValueError("An UpdatePlan filters and updates its own table only.")
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        return sql, tuple(params)
+
+    def execute(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
+        connection = connections[using]
+        compiled = self._compiled.get(connection)
+        if compiled is None:
+            compiled = self._compiled[connection] = self._compile(connection)
+        sql, params = compiled
+        with server_binding_cursor(connection) as cursor:
+            cursor.execute(sql, _bound(params, values, connection))
+            return int(cursor.rowcount)
 
 
 def server_binding_cursor(connection: Any) -> Any:

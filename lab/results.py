@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import UUIDField
+from django.db.models import CharField, DateTimeField, UUIDField
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
-from clinic.query_plans import QueryPlan, Slot, grouped
+from clinic.query_plans import QueryPlan, Slot, UpdatePlan, grouped
 from lab import events, interpretation, locks, notifications
 from lab.models import (
     Analyte,
@@ -104,6 +104,17 @@ _RANGES = QueryPlan(
 )
 _CURRENT = QueryPlan(
     lambda: LabResult.objects.filter(item__order_id=Slot("order", UUIDField()), current=True).order_by("id")
+)
+
+
+# The status writes, precompiled too (what order.save(update_fields=...) and bulk_update wrote).
+_ITEM_STATUS = UpdatePlan(
+    lambda: LabOrderItem.objects.filter(pk=Slot("item", UUIDField())), status=Slot("status", CharField())
+)
+_ORDER_STATUS = UpdatePlan(
+    lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())),
+    status=Slot("status", CharField()),
+    updated_at=Slot("updated_at", DateTimeField()),
 )
 
 
@@ -287,11 +298,12 @@ def lab_results_record(
         if new_status != item.status:
             item.status = new_status
             changed.append(item)
-    if changed:
-        LabOrderItem.objects.bulk_update(changed, ["status"])
+    for item in changed:
+        _ITEM_STATUS.execute(item=item.pk, status=item.status)
     was_final = order.status == OrderStatus.FINAL
     order.status = OrderStatus.FINAL if _order_done(state) else OrderStatus.RESULTED
-    order.save(update_fields=["status", "updated_at"])
+    order.updated_at = timezone.now()
+    _ORDER_STATUS.execute(order=order.pk, status=order.status, updated_at=order.updated_at)
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any
     # amendment follow as their own events.
     if critical:

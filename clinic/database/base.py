@@ -20,8 +20,12 @@ import select
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabaseWrapper
 from psycopg import pq
 
+from clinic.database.operations import DatabaseOperations
+
 
 class DatabaseWrapper(PostgresDatabaseWrapper):
+    ops_class = DatabaseOperations
+
     def is_usable(self) -> bool:
         if self.connection is None:
             return False

@@ -7,7 +7,9 @@ import time
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection, connections, reset_queries
+
+from clinic.query_plans import server_binding_cursor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,3 +67,12 @@ def test_a_closed_connection_is_unusable():
     connection.connection.close()
     assert connection.is_usable() is False
     connections.close_all()
+
+
+def test_the_log_of_a_server_binding_statement_holds_its_values(settings):
+    settings.DEBUG = True
+    reset_queries()
+    with server_binding_cursor(connection) as cursor:
+        cursor.execute("SELECT %s::text, %s::int", ["it's", 7])
+        assert cursor.fetchone() == ("it's", 7)
+    assert connection.queries[-1]["sql"] == "SELECT 'it''s'::text, 7::int"

@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, connections, transaction
-from django.db.models import CharField, F, IntegerField, QuerySet, UUIDField
+from django.db.models import BooleanField, CharField, F, IntegerField, QuerySet, UUIDField
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
 from clinic.models import Department, Doctor
-from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
+from clinic.query_plans import AnyOf, QueryPlan, Slot, UpdatePlan, grouped, prefetched
 from integrations.webhooks.models import WebhookEvent
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 
@@ -201,3 +201,26 @@ def test_any_of_is_membership_in_an_array_of_any_length():
     assert plan.fetch(ids=[]) == []
     assert plan.fetch(ids=[departments[1].pk]) == [departments[1]]
     assert plan.fetch(ids=[d.pk for d in departments]) == departments
+
+
+def test_an_update_plan_updates_its_rows_and_counts_them():
+    department = DepartmentFactory()
+    doctors = [DoctorFactory(department=department, default_slot_minutes=15) for _ in range(2)]
+    other = DoctorFactory(default_slot_minutes=15)
+    plan = UpdatePlan(
+        lambda: Doctor.objects.filter(department_id=Slot("department", UUIDField())),
+        default_slot_minutes=Slot("minutes", IntegerField()),
+    )
+    assert plan.execute(department=department.pk, minutes=20) == 2
+    assert plan.execute(department=department.pk, minutes=25) == 2
+    assert {d.default_slot_minutes for d in Doctor.objects.filter(pk__in=[d.pk for d in doctors])} == {25}
+    assert Doctor.objects.get(pk=other.pk).default_slot_minutes == 15
+    assert plan.execute(department=DepartmentFactory().pk, minutes=30) == 0
+
+
+def test_an_update_plan_across_a_join_is_refused():
+    plan = UpdatePlan(
+        lambda: Doctor.objects.filter(department__name=Slot("name", CharField())), is_active=Slot("on", BooleanField())
+    )
+    with pytest.raises(ValueError, match="its own table only"):
+        plan.execute(name="x", on=False)

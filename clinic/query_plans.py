@@ -141,7 +141,9 @@ class QueryPlan(Generic[M]):
         connection = connections[alias]
         compiled = self._compiled.get(connection)
         if compiled is None:
-            compiled = self._compiled[connection] = self._compile(queryset, connection)
+            # From a queryset of its own: the ORM mutates a Query while compiling it (its table aliases), so
+            # threads compiling the template itself at once could join or select through each other's aliases.
+            compiled = self._compiled[connection] = self._compile(self._build(), connection)
         if compiled.for_update and connection.get_autocommit():
             # What the ORM checks when it compiles (here, once): a row lock outside a transaction ends at once.
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")

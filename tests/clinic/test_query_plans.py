@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.contrib.postgres.fields import ArrayField
@@ -224,3 +225,33 @@ def test_an_update_plan_across_a_join_is_refused():
     )
     with pytest.raises(ValueError, match="its own table only"):
         plan.execute(name="x", on=False)
+
+
+def test_each_connection_compiles_a_queryset_of_its_own(monkeypatch):
+    """The ORM mutates a Query while compiling it (its table aliases): threads compiling one shared Query at
+    once could select through each other's aliases, so no two compilations may share one."""
+    department = DepartmentFactory()
+    DoctorFactory(department=department, default_slot_minutes=15)
+    plan = QueryPlan(
+        lambda: Doctor.objects.select_related("department").filter(department_id=Slot("department", UUIDField()))
+    )
+    compiled: list[Any] = []  # the Query objects themselves, kept alive so that no id is reused
+    original = SQLCompiler.as_sql
+    monkeypatch.setattr(
+        SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(self.query) or original(self, *a, **k)
+    )
+
+    def run() -> None:
+        try:
+            assert len(plan.fetch(department=department.pk)) == 1
+        finally:
+            connections.close_all()
+
+    assert len(plan.fetch(department=department.pk)) == 1
+    for _ in range(2):
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    assert len(compiled) == 3
+    assert len({id(query) for query in compiled}) == 3  # three connections, three Query objects
+    assert all(query is not plan._template().query for query in compiled)  # the template is never compiled

@@ -38,6 +38,7 @@ from lab.models import (
     ResultStatus,
     TestKind,
 )
+from lab.selectors import lab_order_items
 
 MAX_RESULTS = 200
 # A device clock a little ahead of ours is not a result from the future.
@@ -87,13 +88,6 @@ class _State:
 
 # Precompiled (clinic.query_plans): an HL7 ORU message runs these on every post.
 # Orders that only keep results deterministic: a model's default ordering would join more tables.
-_ITEMS = QueryPlan(
-    lambda: (
-        LabOrderItem.objects.select_related("test")
-        .filter(order_id=Slot("order", UUIDField()))
-        .order_by("position", "id")
-    )
-)
 _ANALYTES = QueryPlan(
     lambda: Analyte.objects.filter(test__order_items__order_id=Slot("order", UUIDField())).order_by("id")
 )
@@ -119,7 +113,7 @@ _ORDER_STATUS = UpdatePlan(
 
 
 def _state(order: LabOrder) -> _State:
-    items = {item.test.code: item for item in _ITEMS.fetch(order=order.pk)}
+    items = {item.test.code: item for item in lab_order_items(order.pk)}
     analytes = {(analyte.test_id, analyte.code): analyte for analyte in _ANALYTES.fetch(order=order.pk)}
     current = {(result.item_id, result.analyte_id): result for result in _CURRENT.fetch(order=order.pk)}
     ranges = grouped(_RANGES.fetch(order=order.pk), "analyte_id")

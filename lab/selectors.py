@@ -108,6 +108,12 @@ _ORDER_RESULTS = QueryPlan(
 )
 
 
+def lab_order_items(order_id: uuid.UUID) -> list[LabOrderItem]:
+    """An order's items with their tests, by position (precompiled: the results path reads them on every
+    post), whatever its branch: for the services, never for a client's request."""
+    return _ORDER_ITEMS.fetch(order=order_id)
+
+
 def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     """An order with everything its representation shows (what _with_detail loads), whatever its branch: for
     the events its own writes publish (lab.events), never for a client's request. Precompiled (an ORU
@@ -116,7 +122,7 @@ def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     if not found:
         raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
     order = found[0]
-    items = _ORDER_ITEMS.fetch(order=order_id)
+    items = lab_order_items(order_id)
     results = grouped(_ORDER_RESULTS.fetch(order=order_id), "item_id")
     for item in items:
         item.order = order

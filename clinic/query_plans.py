@@ -79,7 +79,9 @@ class _Compiled:
 
 
 class QueryPlan(Generic[M]):
-    """A queryset (from `build`, called once) compiled per connection and run with `fetch(**values)`."""
+    """The queryset `build` returns, compiled once per connection (from a fresh `build()` each time: compiling
+    mutates a Query) and run with `fetch(**values)` or `rows(**values)`. `build` must be pure; the first
+    queryset it returns is kept as a template, read only for its database alias and its prefetch check."""
 
     def __init__(self, build: Callable[[], QuerySet[M]]) -> None:
         self._build = build

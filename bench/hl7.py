@@ -76,6 +76,19 @@ def ack_receiver(port: int, stop: threading.Event) -> None:
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
+def _connections_per_process(port: int) -> dict[str, int]:
+    """How the kernel spread the clients' connections over the listener's processes (ss owns the answer)."""
+    out = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"], capture_output=True, text=True, check=False
+    ).stdout
+    counts: dict[str, int] = {}
+    for line in out.splitlines():
+        if "pid=" in line:
+            pid = line.split("pid=", 1)[1].split(",", 1)[0]
+            counts[pid] = counts.get(pid, 0) + 1
+    return counts
+
+
 def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
     from django.utils import timezone
 
@@ -174,8 +187,11 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
 
     work = list(enumerate(accessions))
     parts = [work[i::connections] for i in range(connections)]
+    split: dict[str, int] = {}
+    sampler = threading.Thread(target=lambda: split.update(_connections_per_process(port)), daemon=True)
     started = time.perf_counter()
     with ThreadPoolExecutor(connections) as pool:
+        threading.Timer(0.5, sampler.start).start()
         list(pool.map(client, parts))
     elapsed = time.perf_counter() - started
     if profile:
@@ -190,6 +206,7 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
         "p50_ms": round(percentile(latencies, 0.5), 1),
         "p95_ms": round(percentile(latencies, 0.95), 1),
         "acks": codes,
+        "connections_per_process": sorted(split.values(), reverse=True),
     }
 
 

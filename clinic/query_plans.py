@@ -196,6 +196,53 @@ class UpdatePlan:
             return int(cursor.rowcount)
 
 
+class InsertPlan:
+    """The INSERT of one new instance of `model`, composed once per connection: what `instance.save()` sends for
+    a new row (each field's `pre_save`, so auto_now_add and the like apply, then `get_db_prep_save`) as one
+    statement on a server-binding cursor, the columns the database generates (the serial primary key) read
+    back by RETURNING. Like bulk_create it sends no signals. Outside a transaction the statement commits by
+    itself (one statement is atomic); inside one it is part of it. A model with parents (multi-table
+    inheritance) or a field with a placeholder of its own is refused."""
+
+    def __init__(self, model: type[Model]) -> None:
+        meta = model._meta
+        if meta.parents:
+            raise ValueError("An InsertPlan inserts into one table: the model has parents.")
+        self._model = model
+        self._fields = [f for f in meta.local_concrete_fields if not f.db_returning]
+        self._returning = [f for f in meta.local_concrete_fields if f.db_returning]
+        if any(hasattr(f, "get_placeholder") for f in self._fields):
+            raise ValueError("An InsertPlan binds every value to a plain placeholder.")
+        self._sql: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def _compile(self, connection: Any) -> str:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self._fields)
+        values = ", ".join("%s" for _ in self._fields)
+        sql = f"INSERT INTO {quote(self._model._meta.db_table)} ({columns}) VALUES ({values})"  # noqa: S608
+        if self._returning:
+            sql += " RETURNING " + ", ".join(quote(f.column) for f in self._returning)
+        return sql
+
+    def insert(self, instance: Model, using: str = DEFAULT_DB_ALIAS) -> None:
+        if not isinstance(instance, self._model):
+            raise TypeError(f"This plan inserts {self._model.__name__} rows, not {type(instance).__name__}.")
+        connection = connections[using]
+        sql = self._sql.get(connection)
+        if sql is None:
+            sql = self._sql[connection] = self._compile(connection)
+        params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in self._fields]
+        with server_binding_cursor(connection) as cursor:
+            cursor.execute(sql, params)
+            returned = cursor.fetchone() if self._returning else ()
+        for field, value in zip(self._returning, returned, strict=True):
+            for converter in field.get_db_converters(connection):
+                value = converter(value, field, connection)
+            setattr(instance, field.attname, value)
+        instance._state.adding = False
+        instance._state.db = using
+
+
 def server_binding_cursor(connection: Any) -> Any:
     """A cursor of `connection` (through Django: health check, time zone, query logging, execute wrappers)
     that sends the parameters apart from the SQL instead of quoting them into it, so PostgreSQL can prepare

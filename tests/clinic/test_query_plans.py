@@ -15,7 +15,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
 from clinic.models import Department, Doctor
-from clinic.query_plans import AnyOf, QueryPlan, Slot, UpdatePlan, grouped, prefetched
+from clinic.query_plans import AnyOf, InsertPlan, QueryPlan, Slot, UpdatePlan, grouped, prefetched
 from integrations.webhooks.models import WebhookEvent
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 
@@ -255,3 +255,58 @@ def test_each_connection_compiles_a_queryset_of_its_own(monkeypatch):
     assert len(compiled) == 3
     assert len({id(query) for query in compiled}) == 3  # three connections, three Query objects
     assert all(query is not plan._template().query for query in compiled)  # the template is never compiled
+
+
+def test_an_insert_plan_writes_the_row_save_writes_and_reads_back_the_key(django_assert_num_queries):
+    from datetime import timedelta
+
+    from django.db.models.signals import post_save, pre_save
+    from django.utils import timezone
+    from oauth2_provider.models import AccessToken
+
+    from tests.factories import ApiClientFactory
+
+    application = ApiClientFactory()
+    expires = timezone.now() + timedelta(hours=1)
+
+    def token(raw):
+        instance = AccessToken(application=application, scope="a b", expires=expires)
+        instance._raw_token = raw  # RFC 9700 storage: the checksum field's pre_save hashes it
+        return instance
+
+    signals: list[Any] = []
+    receiver = lambda **kwargs: signals.append(kwargs["sender"])  # noqa: E731
+    pre_save.connect(receiver, sender=AccessToken)
+    post_save.connect(receiver, sender=AccessToken)
+    try:
+        plan = InsertPlan(AccessToken)
+        saved = token("saved-token")
+        saved.save()
+        signals.clear()
+        inserted = token("inserted-token")
+        with django_assert_num_queries(1):
+            plan.insert(inserted)
+    finally:
+        pre_save.disconnect(receiver, sender=AccessToken)
+        post_save.disconnect(receiver, sender=AccessToken)
+    assert signals == []  # like bulk_create
+    assert isinstance(inserted.pk, int)
+    assert inserted.pk > saved.pk
+    assert (inserted._state.adding, inserted._state.db) == (False, "default")
+    stored = AccessToken.objects.get(pk=inserted.pk)
+    assert _fields(stored) == _fields(inserted)
+    ignore = {"id", "token_checksum", "created", "updated"}
+    assert {k: v for k, v in _fields(stored).items() if k not in ignore} == {
+        k: v for k, v in _fields(AccessToken.objects.get(pk=saved.pk)).items() if k not in ignore
+    }
+    import hashlib
+
+    assert stored.token_checksum == hashlib.sha256(b"inserted-token").hexdigest()
+    assert stored.created is not None
+    assert stored.updated is not None
+
+
+def test_an_insert_plan_refuses_another_model():
+    plan = InsertPlan(Department)
+    with pytest.raises(TypeError, match="Department"):
+        plan.insert(Doctor(name="x"))

@@ -410,3 +410,67 @@ def test_reactivated_client_can_exchange_again_but_revoked_tokens_stay_dead(clie
     assert client.get(BRANCHES_URL, **bearer(old_token)).status_code == 401
     new_token = issue_token(api_client)
     assert client.get(BRANCHES_URL, **bearer(new_token)).status_code == 200
+
+
+# --- The exchange's statements (bench/results/profiles/token*.txt) ----------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exchange_runs_three_statements_and_stores_the_toolkits_token_row(client, api_client_factory):
+    """The client by its id, the token's INSERT (no BEGIN/COMMIT around it, no SELECT of it afterwards) and the
+    audit row; the row holds what the toolkit's save() wrote."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    api_client = api_client_factory(scopes=["appointments:read"], token_lifetime_seconds=300)
+    client.post(TOKEN_URL, credentials(api_client))  # the plans compile on this connection
+    AccessToken.objects.all().delete()
+    before = timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(TOKEN_URL, credentials(api_client))
+    after = timezone.now()
+    assert response.status_code == 200, response.content
+    statements = [query["sql"].split(" ", 3)[:3] for query in queries.captured_queries]
+    assert statements == [
+        ["SELECT", '"integrations_apiclient"."id",', '"integrations_apiclient"."client_id",'],
+        ["INSERT", "INTO", '"oauth2_provider_accesstoken"'],
+        ["INSERT", "INTO", '"integrations_auditlogentry"'],
+    ]
+    token = response.json()["access_token"]
+    stored = AccessToken.objects.get()
+    assert (stored.token, stored.token_checksum) == ("", hashlib.sha256(token.encode()).hexdigest())
+    assert (stored.application_id, stored.user_id, stored.scope, stored.resource) == (
+        api_client.pk,
+        None,
+        "appointments:read",
+        [],
+    )
+    assert before + timedelta(seconds=299) <= stored.expires <= after + timedelta(seconds=301)
+    assert before <= stored.created <= after
+    assert before <= stored.updated <= after
+    assert client.get(BRANCHES_URL, **bearer(token)).status_code == 200
+
+
+def test_app_authorized_listeners_still_get_the_issued_token(client, api_client_factory):
+    from oauth2_provider.signals import app_authorized
+
+    received = []
+
+    def listener(sender, request, token, **kwargs):
+        received.append(token)
+
+    app_authorized.connect(listener)
+    try:
+        response = client.post(TOKEN_URL, credentials(api_client_factory()))
+    finally:
+        app_authorized.disconnect(listener)
+    assert response.status_code == 200
+    assert [token.pk for token in received] == [AccessToken.objects.get().pk]
+
+
+def test_an_unknown_client_id_gets_401_and_no_token(client, api_client_factory):
+    api_client = api_client_factory()
+    for client_id in ("no-such-client", api_client.client_id + "x"):
+        refused = client.post(TOKEN_URL, {**credentials(api_client), "client_id": client_id})
+        assert_token_error(refused, 401, "invalid_client")
+    assert AccessToken.objects.count() == 0

@@ -1,5 +1,7 @@
 """The MLLP listener (manage.py hl7_listener): one asyncio process; the database work of each message runs
-in a small thread pool, so a slow or silent connection holds a coroutine, never a worker thread.
+in a small thread pool, so a slow or silent connection holds a coroutine, never a worker thread. With
+`--processes N` (N > 1) the messages are applied by N worker processes instead (integrations.hl7.workers),
+each message by the least busy one, so N cores work whatever the number of connections.
 
 Per connection: the peer must be inside the networks of an active Hl7Sender (else closed at once); each
 frame must be complete within HL7_LISTENER_READ_TIMEOUT_SECONDS of its first byte, or of the connection's
@@ -14,20 +16,17 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-import os
 import signal
-import socket
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
 
 from integrations.hl7 import inbound, mllp
 from integrations.hl7.models import Hl7Sender
+from integrations.hl7.workers import WorkerLost, WorkerPool, executor_shutdown, run_with_fresh_connection
 
 logger = logging.getLogger("integrations.hl7.listener")
 T = TypeVar("T")
@@ -50,26 +49,13 @@ def peer_allowed(address: str) -> bool:
     return False
 
 
-def _in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    close_old_connections()  # a connection the database dropped is not reused
-    try:
-        return function(*args, **kwargs)
-    finally:
-        close_old_connections()
-
-
-def _connections_close(barrier: threading.Barrier) -> None:
-    with contextlib.suppress(threading.BrokenBarrierError):
-        barrier.wait(timeout=5)
-    connections.close_all()
-
-
 class Listener:
-    def __init__(self, *, host: str, port: int, threads: int = 4, reuse_port: bool = False) -> None:
+    def __init__(self, *, host: str, port: int, threads: int = 4, pool: WorkerPool | None = None) -> None:
         self.host, self.port = host, port
-        self.reuse_port = reuse_port  # each process of --processes listens on the port with its own socket
-        self.threads = threads
-        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hl7")
+        self.pool = pool
+        # With worker processes, this process's threads only check senders' addresses against the allow-list.
+        self.threads = threads if pool is None else 2
+        self.executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hl7")
         self.max_bytes = settings.HL7_LISTENER_MAX_MESSAGE_BYTES
         self.read_timeout = float(settings.HL7_LISTENER_READ_TIMEOUT_SECONDS)
         self.slots = asyncio.Semaphore(settings.HL7_LISTENER_MAX_CONNECTIONS)
@@ -78,7 +64,12 @@ class Listener:
 
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, lambda: _in_thread(function, *args, **kwargs))
+        return await loop.run_in_executor(self.executor, lambda: run_with_fresh_connection(function, *args, **kwargs))
+
+    async def _apply(self, payload: bytes, peer: str) -> str:
+        if self.pool is not None:
+            return await self.pool.apply(payload, peer)
+        return await self._run(inbound.message_handle, payload, peer=peer)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -133,16 +124,21 @@ class Listener:
                     await writer.drain()
                 return
             for payload in payloads:
-                ack = await self._run(inbound.message_handle, payload, peer=peer)
+                try:
+                    ack = await self._apply(payload, peer)
+                except WorkerLost as exc:
+                    # No ACK: the sender sends the message again (applied once: inbound's control-id key).
+                    logger.warning("HL7 connection from %s closed without an ACK: %s", peer, exc)
+                    return
                 writer.write(mllp.frame(ack))
                 await writer.drain()
             if payloads:
                 deadline = loop.time() + self.read_timeout  # the next frame gets its own time
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(
-            self._connection, self.host, self.port, limit=65536, reuse_port=self.reuse_port or None
-        )
+        if self.pool is not None:
+            self.pool.start()
+        self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=65536)
         sockets = self.server.sockets or ()
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -156,11 +152,9 @@ class Listener:
             await asyncio.wait(set(self.connections), timeout=grace)
         for task in list(self.connections):
             task.cancel()
-        # Each database thread closes its connection (a barrier makes every thread take one of these calls).
-        barrier = threading.Barrier(self.threads)
-        for _ in range(self.threads):
-            self.executor.submit(_connections_close, barrier)
-        self.executor.shutdown(wait=True)
+        if self.pool is not None:
+            await self.pool.stop()
+        executor_shutdown(self.executor, self.threads)
 
     async def serve_until_stopped(self, stopped: asyncio.Event) -> None:
         await self.start()
@@ -168,13 +162,14 @@ class Listener:
         await self.stop()
 
 
-def _serve(*, host: str, port: int, threads: int, reuse_port: bool = False) -> None:
+def _serve(*, host: str, port: int, threads: int, processes: int = 1) -> None:
     async def main() -> None:
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopped.set)
-        await Listener(host=host, port=port, threads=threads, reuse_port=reuse_port).serve_until_stopped(stopped)
+        pool = WorkerPool(processes=processes, threads=threads) if processes > 1 else None
+        await Listener(host=host, port=port, threads=threads, pool=pool).serve_until_stopped(stopped)
 
     asyncio.run(main())
 
@@ -182,57 +177,9 @@ def _serve(*, host: str, port: int, threads: int, reuse_port: bool = False) -> N
 def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) -> None:
     """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand).
 
-    With `processes` > 1, that many forked processes each listen on the port with SO_REUSEPORT (the kernel
-    spreads new connections over them; one shared socket let whichever process woke first take every waiting
-    connection), so message handling, Python work under one interpreter lock per process, uses more than one
-    core. This process only supervises: it restarts a process that died and passes SIGTERM/SIGINT on to all. A message is still applied once whichever
-    process takes it (inbound.message_handle's lock and unique key are in the database)."""
-    if processes <= 1:
-        _serve(host=host, port=port, threads=threads)
-        return
-    # Fail here, once, if the port is taken (else every process would fail and be restarted, forever).
-    socket.create_server((host, port), reuse_port=True).close()
-    connections.close_all()  # no database connection may be shared with the children
-    children: dict[int, int] = {}  # pid -> slot
-    stopping = False
-
-    def spawn(slot: int) -> None:
-        pid = os.fork()
-        if pid == 0:  # the child: serve, then leave without running the parent's exit handlers
-            code = 0
-            try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                _serve(host=host, port=port, threads=threads, reuse_port=True)
-            except BaseException:
-                logger.exception("HL7 listener process %d failed", slot)
-                code = 1
-            finally:
-                os._exit(code)
-        children[pid] = slot
-
-    def stop(signum: int, _frame: Any) -> None:
-        nonlocal stopping
-        stopping = True
-        for pid in list(children):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    logger.info("HL7 listener on %s:%d, %d processes", host, port, processes)
-    for slot in range(processes):
-        spawn(slot)
-    while children:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait itself
-            continue
-        ended = children.pop(pid, -1)
-        if ended >= 0 and not stopping:
-            logger.error("HL7 listener process %d exited (status %d): restarting it", ended, status)
-            time.sleep(1)
-            if not stopping:
-                spawn(ended)
+    With `processes` > 1, that many worker processes of `threads` threads each apply the messages (see
+    integrations.hl7.workers); this process accepts, reads and answers, and starts a worker again if one
+    dies."""
+    if processes > 1:
+        connections.close_all()  # the workers start afresh (spawn); nothing of this process's is shared
+    _serve(host=host, port=port, threads=threads, processes=processes)

@@ -1,8 +1,9 @@
 """python manage.py hl7_listener [--host 0.0.0.0] [--port 2575] [--threads 4] [--processes 1]
 
 Accepts ORU^R01 over MLLP from the senders allowed in the admin (HL7 senders) and applies the results
-(integrations.hl7.inbound). Stops on SIGTERM after finishing the messages in hand. `--processes N` forks N
-listening processes sharing the port, to use N cores (default HL7_LISTENER_PROCESSES, 1)."""
+(integrations.hl7.inbound). Stops on SIGTERM after finishing the messages in hand. `--processes N` (N > 1)
+applies the messages in N worker processes of `--threads` threads each, every message by the least busy one,
+to use N cores (default HL7_LISTENER_PROCESSES, 1: this process's threads apply them)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="0.0.0.0")  # noqa: S104 - a listener serves the network
         parser.add_argument("--port", type=int, default=2575)
-        parser.add_argument("--threads", type=int, default=4, help="Threads applying messages (database work).")
+        parser.add_argument("--threads", type=int, default=4, help="Threads applying messages (per worker process).")
         parser.add_argument(
             "--processes",
             type=int,
             default=settings.HL7_LISTENER_PROCESSES,
-            help="Processes sharing the port (each with its threads); more than one uses more cores.",
+            help="Worker processes applying messages (each with --threads threads); more than one uses more cores.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -24,6 +24,7 @@ from hl7apy.parser import parse_message
 from hl7apy.validation import Validator
 
 from integrations.hl7.listener import Listener
+from integrations.hl7.workers import WorkerPool
 from lab import services
 from lab.models import Priority, RangeSex, ReferenceRange
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
@@ -130,8 +131,10 @@ class Receiver:
 class ListenerThread:
     """The clinic's listener (integrations.hl7.listener.Listener) on a free port in its own thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, processes: int = 1) -> None:
         self.port = free_port()
+        self.processes = processes  # > 1: worker processes of one thread each (integrations.hl7.workers)
+        self.pool: WorkerPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -146,7 +149,9 @@ class ListenerThread:
 
             async def main() -> None:
                 self._stopped = asyncio.Event()
-                listener = Listener(host="127.0.0.1", port=self.port, threads=2)
+                if self.processes > 1:
+                    self.pool = WorkerPool(processes=self.processes, threads=1)
+                listener = Listener(host="127.0.0.1", port=self.port, threads=2, pool=self.pool)
                 await listener.start()
                 ready.set()
                 await self._stopped.wait()

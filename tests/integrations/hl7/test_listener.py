@@ -204,32 +204,25 @@ def _listener_process(settings: Any, port: int, *extra: str) -> subprocess.Popen
             time.sleep(0.2)
 
 
-def _children(pid: int) -> set[int]:
-    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+def _workers(pid: int) -> set[int]:
+    """The listener's worker processes (started by multiprocessing's spawn; its resource tracker is not one)."""
+    children = {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    return {
+        child
+        for child in children
+        if Path(f"/proc/{child}").exists() and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()
+    }
 
 
-def test_the_management_command_runs_the_listener_as_a_process_and_stops_on_sigterm(settings: Any) -> None:
+def test_worker_processes_apply_messages_a_dead_one_is_replaced_and_sigterm_stops_all(settings: Any) -> None:
+    """--processes 2: two worker processes apply what the one listening process reads (a real ORU^R01 is
+    applied once, AA); a worker killed outright is started again and messages keep being answered; SIGTERM
+    stops the listener and every worker."""
     Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
+    world = lab_world()
+    accession = world["items"]["CBC"].accession_number
     port = free_port()
-    process = _listener_process(settings, port)
-    try:
-        text = "MSH|^~\\&|LIS|LAB|CLINIC|BLR|20261126||ORU^R01^ORU_R01|P1|P|2.4\rPID|1||X\r"
-        with MLLPClient("127.0.0.1", port) as client:
-            assert msa(hl7.parse(client.send_message(text))) == ("AR", "P1")
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def test_processes_share_the_port_a_dead_one_is_replaced_and_sigterm_stops_all(settings: Any) -> None:
-    """--processes 2: both serve the one port; a process killed outright is started again by the supervising
-    one, and messages keep being answered; SIGTERM stops the supervisor and every process."""
-    Hl7Sender.objects.create(name="local", networks=["127.0.0.1"])
-    port = free_port()
-    process = _listener_process(settings, port, "--processes", "2")
+    process = _listener_process(settings, port, "--processes", "2", "--threads", "2")
 
     def refused_version(control_id: str) -> tuple[str, str]:
         text = f"MSH|^~\\&|LIS|LAB|CLINIC|BLR|20261126||ORU^R01^ORU_R01|{control_id}|P|2.4\rPID|1||X\r"
@@ -237,25 +230,31 @@ def test_processes_share_the_port_a_dead_one_is_replaced_and_sigterm_stops_all(s
             return msa(hl7.parse(client.send_message(text)))
 
     try:
-        children = _children(process.pid)
-        assert len(children) == 2
-        with ThreadPoolExecutor(4) as pool:
-            answers = list(pool.map(refused_version, [f"M{n}" for n in range(8)]))
-        assert answers == [("AR", f"M{n}") for n in range(8)]
+        workers = _workers(process.pid)
+        assert len(workers) == 2
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(refused_version, [f"M{n}" for n in range(16)]))
+        assert answers == [("AR", f"M{n}") for n in range(16)]
+        result = oru("W1", accession, world["patient"].patient_id, [("NM", "HGB", "13.1", "g/dL")], status="P")
+        with MLLPClient("127.0.0.1", port) as client:
+            assert msa(hl7.parse(client.send_message(result))) == ("AA", "W1")
+            assert msa(hl7.parse(client.send_message(result))) == ("AA", "W1")  # the stored ACK
+        assert LabResult.objects.filter(item__accession_number=accession, analyte__code="HGB").count() == 1
+        assert Hl7ReceivedMessage.objects.filter(control_id="W1").count() == 1
 
-        killed = min(children)
+        killed = min(workers)
         os.kill(killed, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while not (len(_children(process.pid)) == 2 and killed not in _children(process.pid)):
-            assert time.monotonic() < deadline, _children(process.pid)
+        deadline = time.monotonic() + 30
+        while not (len(_workers(process.pid)) == 2 and killed not in _workers(process.pid)):
+            assert time.monotonic() < deadline, _workers(process.pid)
             time.sleep(0.2)
         assert [refused_version(f"N{n}") for n in range(4)] == [("AR", f"N{n}") for n in range(4)]
 
-        children = _children(process.pid)
+        workers = _workers(process.pid)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-        for child in children:
-            assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+        for worker in workers:
+            assert not Path(f"/proc/{worker}").exists() or "zombie" in Path(f"/proc/{worker}/status").read_text()
     finally:
         if process.poll() is None:
             process.kill()

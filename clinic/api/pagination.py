@@ -6,13 +6,16 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.http import QueryDict
 from rest_framework import serializers
+from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -34,10 +37,55 @@ class PageParams(serializers.Serializer):
     )
 
 
+# Per params class: its validated data for an empty query string, or None when that must be validated anew.
+_EMPTY_QUERY: dict[type[serializers.Serializer], dict[str, Any] | None] = {}
+
+
+def _static(serializer_class: type[serializers.Serializer]) -> bool:
+    """Whether what the class validates an empty query string to is always the same: no validation code of
+    its own (validate, validate_<field>, to_internal_value) and no default computed per call."""
+    base = serializers.Serializer
+    if any(getattr(serializer_class, name) is not getattr(base, name) for name in _VALIDATION_HOOKS):
+        return False
+    if any(name.startswith("validate_") and not hasattr(base, name) for name in dir(serializer_class)):
+        return False
+    fields: dict[str, Any] = getattr(serializer_class, "_declared_fields", {})
+    return not any(field.default is not empty and callable(field.default) for field in fields.values())
+
+
+_VALIDATION_HOOKS = ("validate", "to_internal_value", "run_validation", "is_valid")
+
+
+def _validated_empty(serializer: serializers.Serializer) -> dict[str, Any] | None:
+    """The serializer's validated data for an empty query string, validated once per class and kept (the
+    DRF validation of the defaults, deep copies of every field included, was about a tenth of the framework
+    floor's CPU); None when it must be validated each time (not static, or not valid empty)."""
+    data = getattr(serializer, "initial_data", None)
+    if not isinstance(data, QueryDict | dict) or data:
+        return None
+    cls = type(serializer)
+    if cls not in _EMPTY_QUERY:
+        fresh = cls(data={})
+        # The same value from any thread: a race only validates twice.
+        _EMPTY_QUERY[cls] = dict(fresh.validated_data) if _static(cls) and fresh.is_valid() else None
+    known = _EMPTY_QUERY[cls]
+    return None if known is None else copy.deepcopy(known)
+
+
 class HeaderPagination:
     def __init__(self, request: Request, filters: serializers.Serializer | None = None) -> None:
         """Validate `page` and `per_page`, and the list's own `filters` serializer with them, so one 400
         names every bad parameter of either kind. The valid filters are `self.filters`."""
+        self.request = request
+        self.total = 0
+        self.page: int
+        self.per_page: int
+        self.filters: dict[str, Any]
+        if not request.query_params:
+            empty = {} if filters is None else _validated_empty(filters)
+            if empty is not None:  # no parameter: the defaults, as validated before
+                self.page, self.per_page, self.filters = 1, settings.API_PAGE_SIZE_DEFAULT, empty
+                return
         params = PageParams(data=request.query_params)
         errors: dict[str, Any] = {}
         if not params.is_valid():
@@ -46,11 +94,9 @@ class HeaderPagination:
             errors.update(filters.errors)
         if errors:
             raise serializers.ValidationError(errors)
-        self.request = request
-        self.page: int = params.validated_data["page"]
-        self.per_page: int = params.validated_data["per_page"]
-        self.filters: dict[str, Any] = dict(filters.validated_data) if filters is not None else {}
-        self.total = 0
+        self.page = params.validated_data["page"]
+        self.per_page = params.validated_data["per_page"]
+        self.filters = dict(filters.validated_data) if filters is not None else {}
 
     @property
     def offset(self) -> int:

@@ -10,6 +10,7 @@ import copy
 import math
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -18,7 +19,6 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.urls import replace_query_param
 
 # Pages past this are refused (400) rather than sent to PostgreSQL: OFFSET is a bigint, and a page such as
 # 10**18 overflowed it (a 500). A billion pages of 100 is far beyond any list this service holds.
@@ -126,14 +126,22 @@ class HeaderPagination:
 
     def headers(self) -> dict[str, str]:
         last = max(math.ceil(self.total / self.per_page), 1)
-        url = self.request.build_absolute_uri()
-        url = replace_query_param(url, "per_page", self.per_page)
         links = [("first", 1), ("last", last)]
         if self.page > 1:
             links.insert(1, ("prev", min(self.page - 1, last)))
         if self.page < last:
             links.insert(-1, ("next", self.page + 1))
+        # DRF's replace_query_param (per_page, then page for each link) parsed and re-encoded the whole URL
+        # each time; parsed once here, each link only re-encodes its query (the same bytes: sorted keys).
+        scheme, netloc, path, query, fragment = urlsplit(self.request.build_absolute_uri())
+        params = parse_qs(query, keep_blank_values=True)
+        params["per_page"] = [str(self.per_page)]
+
+        def page_url(page: int) -> str:
+            params["page"] = [str(page)]
+            return urlunsplit((scheme, netloc, path, urlencode(sorted(params.items()), doseq=True), fragment))
+
         return {
             "X-Total-Count": str(self.total),
-            "Link": ", ".join(f'<{replace_query_param(url, "page", page)}>; rel="{rel}"' for rel, page in links),
+            "Link": ", ".join(f'<{page_url(page)}>; rel="{rel}"' for rel, page in links),
         }

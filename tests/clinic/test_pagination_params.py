@@ -105,3 +105,32 @@ def test_the_api_lists_params_classes_without_hooks_are_cached() -> None:
     for params in (BranchListParams, DoctorListParams):
         HeaderPagination(_request(), params(data=_request().query_params))
         assert pagination._EMPTY_QUERY[params] == {}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "?page=2&per_page=3",
+        "?state=Karnataka&state=Kerala&blank=&z=1&a=2",
+        "?name=%E0%A4%85%E0%A4%A8%E0%A4%BF%E0%A4%B2+kumar&per_page=3&page=3",
+        "?q=a%2Bb%26c%3Dd&page=9",
+        "?flag&page=1",
+    ],
+)
+def test_link_headers_are_what_drfs_replace_query_param_made(query: str) -> None:
+    from rest_framework.utils.urls import replace_query_param
+
+    request = _request(query)
+    paged = HeaderPagination(request)
+    paged.total = 10
+    headers = paged.headers()
+    last = max(-(-paged.total // paged.per_page), 1)
+    url = replace_query_param(request.build_absolute_uri(), "per_page", paged.per_page)
+    links = [("first", 1), ("last", last)]
+    if paged.page > 1:
+        links.insert(1, ("prev", min(paged.page - 1, last)))
+    if paged.page < last:
+        links.insert(-1, ("next", paged.page + 1))
+    expected = ", ".join(f'<{replace_query_param(url, "page", page)}>; rel="{rel}"' for rel, page in links)
+    assert headers == {"X-Total-Count": "10", "Link": expected}

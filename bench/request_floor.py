@@ -228,7 +228,7 @@ def main() -> int:
         else:
             rows.append(measure(name, calls, args.requests, expect))
             rest = calls
-        if args.profile and name in ("floor", "booking", "token"):
+        if args.profile and name in ("floor", "booking", "token", "profile"):
             count = min(len(rest), args.requests) if name == "booking" else args.requests
             profile(f"{name}{'-' + args.label if args.label else ''}", rest, count)
     print("| scenario | requests | CPU ms/request (mean) | CPU ms p50 | wall ms p50 | SQL statements |")

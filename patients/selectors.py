@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
+from django.db.models import DateField, OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Greatest, Replace, Upper
 from django.utils import timezone
@@ -67,16 +67,27 @@ _PATIENT_BY_KEY: QueryPlan[Patient] = QueryPlan(
 
 def _visible_patient(client: ApiClient, ref: str | uuid.UUID) -> Patient | None:
     """What `_by_ref(visible_patients(client), ref).first()` gives, in one precompiled statement."""
+    return _one_visible(client_branch_ids(client), ref, _PATIENT_BY_ID, _PATIENT_BY_KEY)
+
+
+def _one_visible(
+    allowed: frozenset[uuid.UUID] | None,
+    ref: str | uuid.UUID,
+    by_id: QueryPlan[Patient],
+    by_key: QueryPlan[Patient],
+    **values: Any,
+) -> Patient | None:
+    """The patient `ref` names (UUID, else business patient_id) through the plan by id or by key, when
+    registered at one of the `allowed` branches (None: any); `values` fill the plans' other slots."""
     if isinstance(ref, uuid.UUID):
-        found = _PATIENT_BY_ID.fetch(id=ref)
+        found = by_id.fetch(id=ref, **values)
     elif has_non_ascii_digit(ref):
         return None
     else:
         try:
-            found = _PATIENT_BY_ID.fetch(id=uuid.UUID(ref))
+            found = by_id.fetch(id=uuid.UUID(ref), **values)
         except ValueError:
-            found = _PATIENT_BY_KEY.fetch(key=normalise_patient_ref(ref))
-    allowed = client_branch_ids(client)
+            found = by_key.fetch(key=normalise_patient_ref(ref), **values)
     if not found or (allowed is not None and found[0].registration_branch_id not in allowed):
         return None
     return found[0]
@@ -162,27 +173,45 @@ ORDER BY v.start DESC, v.id
 """
 
 
+def _with_profile(patients: QuerySet[Patient]) -> QuerySet[Patient]:
+    """The patients with their branch and the profile's annotations: the small sections (as of the slot
+    `today`) and the ids of the records merged into each."""
+    sections = RawSQL(  # noqa: S611 - fixed SQL; the date is a parameter
+        _SECTIONS, [Diagnosis.Status.ACTIVE, Slot("today", DateField())], output_field=TextField()
+    )
+    merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
+    return patients.select_related("registration_branch").annotate(sections=sections, merged_ids=merged_ids)
+
+
+# The profile's patient row, precompiled like patient_get's (by id, by business patient_id).
+_PROFILE_BY_ID = QueryPlan(lambda: _with_profile(Patient.objects.filter(id=Slot("id", UUIDField()))))
+_PROFILE_BY_KEY: QueryPlan[Patient] = QueryPlan(
+    lambda: _with_profile(
+        Patient.objects.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
+        .filter(patient_id_key=Slot("key", TextField()))
+        .order_by("pk")[:1]
+    )
+)
+
+
 def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     """A visible patient's profile in two statements whatever its size: the patient with its branch and
     its small sections (insurance, active diagnoses, allergies, current medications), then its visits.
     A merged patient's ref resolves to the surviving record (one more statement), as in patient_get."""
-    return _profile(visible_patients(client), ref)
+    return _profile(client_branch_ids(client), ref)
 
 
 def patient_profile_of(*, patient_id: uuid.UUID) -> PatientProfile:
     """Any patient's profile, read as patient_profile reads it but under no client's restriction: what the
     patient events carry (their subscriptions filter by branch themselves). Two statements."""
-    return _profile(Patient.objects.all(), str(patient_id))
+    return _profile(None, patient_id)
 
 
-def _profile(patients: QuerySet[Patient], ref: str) -> PatientProfile:
+def _profile(allowed: frozenset[uuid.UUID] | None, ref: str | uuid.UUID) -> PatientProfile:
     today = timezone.localdate()
-    sections = RawSQL(_SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField())  # noqa: S611 - fixed SQL
-    merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
-    patients = patients.select_related("registration_branch").annotate(sections=sections, merged_ids=merged_ids)
-    patient: Any = _by_ref(patients, ref).first()  # with the annotations
+    patient: Any = _one_visible(allowed, ref, _PROFILE_BY_ID, _PROFILE_BY_KEY, today=today)
     if patient is not None and patient.merged_into_id is not None:
-        patient = patients.filter(id=patient.merged_into_id).first()
+        patient = _one_visible(allowed, patient.merged_into_id, _PROFILE_BY_ID, _PROFILE_BY_KEY, today=today)
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     with connection.cursor() as cursor:

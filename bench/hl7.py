@@ -3,9 +3,9 @@
     .venv/bin/python bench/hl7.py [--oru 300] [--connections 4] [--processes 1 2] [--outbound 1000]
 
 Uses its own database (clinic_bench_hl7). Short on purpose (the development machine is shared):
-- ingest: the real listener (`manage.py hl7_listener`, 4 database threads per process) in its own process, a
-  run for each `--processes` count (default 1, then 2: one process is bound to one core by its interpreter
-  lock); `--connections` client connections each send ORU^R01 messages one after the other (each waits for its ACK, as MLLP does),
+- ingest: the real listener (`manage.py hl7_listener`, 4 database threads; with `--processes N`, N worker
+  processes of 4 threads each behind the accepting one) in its own process, a run for each `--processes`
+  count (default 1, then 2: one process is bound to one core by its interpreter lock); `--connections` client connections each send ORU^R01 messages one after the other (each waits for its ACK, as MLLP does),
   every message carrying 10 results for its own collected order; every ACK must be AA.
 - outbound: `--outbound` appointment events published (each writes its HL7 message with the event), then one
   drain sends them in order over one MLLP connection to a local receiver answering AA at once.
@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from harness import RESULTS, ROOT, free_port, percentile, prepare
@@ -76,17 +77,21 @@ def ack_receiver(port: int, stop: threading.Event) -> None:
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
-def _connections_per_process(port: int) -> dict[str, int]:
-    """How the kernel spread the clients' connections over the listener's processes (ss owns the answer)."""
-    out = subprocess.run(
-        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"], capture_output=True, text=True, check=False
-    ).stdout
-    counts: dict[str, int] = {}
-    for line in out.splitlines():
-        if "pid=" in line:
-            pid = line.split("pid=", 1)[1].split(",", 1)[0]
-            counts[pid] = counts.get(pid, 0) + 1
-    return counts
+def _cpu_seconds_by_process(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by `pid` and its descendants (the listener and its workers)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[int, float] = {}
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found[current] = (int(fields[11]) + int(fields[12])) / ticks
+        pending += [int(child) for child in children]
+    return found
 
 
 def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
@@ -187,13 +192,13 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
 
     work = list(enumerate(accessions))
     parts = [work[i::connections] for i in range(connections)]
-    split: dict[str, int] = {}
-    sampler = threading.Thread(target=lambda: split.update(_connections_per_process(port)), daemon=True)
+    cpu_before = _cpu_seconds_by_process(listener.pid)
     started = time.perf_counter()
     with ThreadPoolExecutor(connections) as pool:
-        threading.Timer(0.5, sampler.start).start()
         list(pool.map(client, parts))
     elapsed = time.perf_counter() - started
+    cpu_after = _cpu_seconds_by_process(listener.pid)
+    cpu = sorted((round(cpu_after[pid] - cpu_before.get(pid, 0.0), 1) for pid in cpu_after), reverse=True)
     if profile:
         subprocess.run(["pkill", "-TERM", "-P", str(listener.pid)], check=False)  # py-spy writes when it exits
     else:
@@ -206,7 +211,8 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
         "p50_ms": round(percentile(latencies, 0.5), 1),
         "p95_ms": round(percentile(latencies, 0.95), 1),
         "acks": codes,
-        "connections_per_process": sorted(split.values(), reverse=True),
+        # The listener's processes (the accepting one and its workers, py-spy's too when profiling), busiest first.
+        "cpu_seconds_by_process": cpu,
     }
 
 

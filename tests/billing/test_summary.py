@@ -287,7 +287,7 @@ def test_a_restricted_client_summarises_only_its_branches(client, reader, blr, m
     assert body(response)["total_billed"] == D("1180.00")
 
 
-def test_the_summary_makes_five_aggregate_queries_and_one_for_names_whatever_the_volume(
+def test_the_summary_is_one_statement_after_the_clients_branches_whatever_the_volume(
     blr, patient, medicine, django_assert_num_queries
 ):
     api_client = ApiClientFactory(allowed_scopes=["billing:read"])
@@ -295,7 +295,23 @@ def test_the_summary_makes_five_aggregate_queries_and_one_for_names_whatever_the
         invoice = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 1 + n))
         pay(invoice, "10.00", on=date(2026, 10, 1 + n))
 
-    # The client's branches; billed totals, credits, refunds, payments by mode, lines by department; the
-    # departments' names.
-    with django_assert_num_queries(7):
+    # The client's branches; then billed totals, credits, refunds, payments by mode and lines by department
+    # with the departments' names, in one statement.
+    with django_assert_num_queries(2):
         selectors.billing_summary(client=api_client, date_from=date(2026, 10, 1), date_to=date(2026, 10, 31))
+
+
+def test_every_figure_keeps_two_places_empty_or_not(blr, patient, medicine):
+    """Money renders as exact numbers with two places (0.00, not 0): the sums, the empty sums and the grouped
+    ones alike, for an unrestricted and for a branch-restricted client."""
+    invoice = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 10, 3))
+    pay(invoice, "10.50", on=date(2026, 10, 3))
+    everything = ApiClientFactory(allowed_scopes=["billing:read"])
+    restricted = ApiClientFactory(allowed_scopes=["billing:read"], branches=[blr])
+    for api_client in (everything, restricted):
+        for date_from, date_to in ((date(2026, 10, 1), date(2026, 10, 31)), (date(2020, 1, 1), date(2020, 1, 2))):
+            summary = selectors.billing_summary(client=api_client, date_from=date_from, date_to=date_to)
+            figures = [value for key, value in summary.items() if isinstance(value, Decimal)]
+            figures += [*summary["collection_by_mode"].values(), *summary["revenue_by_department"].values()]
+            assert len(figures) >= 9
+            assert {figure.as_tuple().exponent for figure in figures} == {-2}, summary

@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import DecimalField, Prefetch, Q, QuerySet, Value
+from django.db.models import Prefetch, Q, QuerySet
 
 from billing.models import (
     CreditNote,
@@ -33,8 +33,6 @@ from clinic.query_plans import server_binding_cursor
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
-
-_ZERO = Value(Decimal("0.00"), output_field=DecimalField(max_digits=16, decimal_places=2))
 
 
 def visible_invoices(client: ApiClient) -> QuerySet[Invoice]:

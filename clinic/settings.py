@@ -294,6 +294,8 @@ OAUTH2_PROVIDER = {
     "CLIENT_SECRET_HASHER": "client_secret_hmac",
     "CLIENT_SECRET_GENERATOR_LENGTH": 48,
     "ACCESS_TOKEN_EXPIRE_SECONDS": ACCESS_TOKEN_EXPIRE_SECONDS,
+    # oauthlib's token shape (30 of [A-Za-z0-9]) from one read of the random source instead of thirty.
+    "ACCESS_TOKEN_GENERATOR": "integrations.clients.token_generator.access_token_generate",
     # Per-client token lifetime; oauthlib calls this with the authenticated request.
     "EXTRA_SERVER_KWARGS": {"token_expires_in": token_lifetime},
     # Store only the SHA-256 checksum of access tokens (RFC 9700 section 4.14).

@@ -474,3 +474,33 @@ def test_an_unknown_client_id_gets_401_and_no_token(client, api_client_factory):
         refused = client.post(TOKEN_URL, {**credentials(api_client), "client_id": client_id})
         assert_token_error(refused, 401, "invalid_client")
     assert AccessToken.objects.count() == 0
+
+
+def test_tokens_have_oauthlibs_shape_and_every_character_is_as_likely():
+    from collections import Counter
+
+    from oauthlib.common import UNICODE_ASCII_CHARACTER_SET
+
+    from integrations.clients.token_generator import access_token_generate
+
+    tokens = [access_token_generate(None) for _ in range(4000)]
+    assert len(set(tokens)) == len(tokens)
+    assert {len(token) for token in tokens} == {30}
+    counts = Counter("".join(tokens))
+    assert set(counts) == set(UNICODE_ASCII_CHARACTER_SET)
+    expected = 4000 * 30 / 62
+    # A modulo bias (bytes 248-255 folded onto the first 8 characters) would make those 25 % likelier.
+    chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
+    assert chi_square < 120  # 61 degrees of freedom: p < 1e-5 for a uniform draw
+
+
+def test_the_issued_token_comes_from_the_generator(client, api_client_factory):
+    import re
+
+    from oauth2_provider.settings import oauth2_settings
+
+    from integrations.clients.token_generator import access_token_generate
+
+    assert oauth2_settings.ACCESS_TOKEN_GENERATOR is access_token_generate
+    token = client.post(TOKEN_URL, credentials(api_client_factory())).json()["access_token"]
+    assert re.fullmatch(r"[A-Za-z0-9]{30}", token)

@@ -297,6 +297,8 @@ def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:
         model, name = rel.model, rel.field.name
     else:
         model, name = rel.related_model, rel.cache_name
+        for obj in objects:  # each object's own foreign key points back at `instance`, as prefetch_related sets
+            rel.field.set_cached_value(obj, instance)
     queryset: QuerySet[Any] = QuerySet(model=model)
     queryset._result_cache = objects
     queryset.__dict__["_prefetch_done"] = True  # an attribute the stubs do not declare

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -728,3 +728,54 @@ def test_the_detail_takes_7_queries_for_1_line_and_8_for_30_lines_5_payments_3_c
         data = get(client, reader, f"{INVOICES}/{big.id}").json()
     assert (len(data["line_items"]), len(data["payments"])) == (30, 5)
     assert (len(data["credit_notes"]), len(data["refunds"])) == (3, 2)
+
+
+def test_the_detail_read_through_plans_is_what_prefetch_related_gives(blr, patient, medicine):
+    """billing.selectors reads the detail with precompiled plans: the same representation as the ORM's
+    select_related/prefetch_related, with payments, credit notes (and their lines) and refunds, and nothing
+    more read when the representation is built."""
+    from django.db.models import Prefetch
+    from django.utils import timezone
+
+    from billing import selectors
+    from billing.models import CreditNote, CreditNoteLine, Payment, Refund
+    from billing.representations import invoice_detail
+    from tests.billing.factories import make_invoice, pay
+
+    invoice = make_invoice(
+        branch=blr, patient=patient, department=medicine, on=timezone.localdate() - timedelta(days=3)
+    )
+    pay(invoice, "1000.00", mode="upi", reference="UPI-1")
+    pay(invoice, "180.00")
+    for amount in ("100.00", "52.54"):
+        services.credit_note_issue(
+            invoice=Invoice.objects.get(pk=invoice.pk),
+            reason="Overcharged",
+            lines=[services.CreditLineInput(line_id=invoice.line_items.get().id, amount=Decimal(amount))],
+        )
+    services.refund_record(invoice=Invoice.objects.get(pk=invoice.pk), amount=Decimal("100.00"), payment_mode="cash")
+    reference = (
+        Invoice.objects.filter(id=invoice.id)
+        .select_related("branch", "patient")
+        .prefetch_related(
+            Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
+            Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
+            Prefetch(
+                "credit_notes",
+                queryset=CreditNote.objects.order_by("created_at", "id").prefetch_related(
+                    Prefetch("lines", queryset=CreditNoteLine.objects.order_by("position", "id"))
+                ),
+            ),
+            Prefetch("refunds", queryset=Refund.objects.order_by("recorded_at", "id")),
+        )
+        .get()
+    )
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        loaded = selectors.invoice_detail_load(invoice.id)
+        shown = invoice_detail(loaded)
+    assert len(queries) == 6
+    assert shown == invoice_detail(reference)
+    assert (len(shown["payments"]), len(shown["credit_notes"]), len(shown["refunds"])) == (2, 2, 1)

@@ -8,7 +8,9 @@ import asyncio
 import os
 import signal
 import socket
+import threading
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import hl7
@@ -28,6 +30,25 @@ def _workers_use_the_test_database(settings: Any, monkeypatch: pytest.MonkeyPatc
     url = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
     monkeypatch.setenv("DATABASE_URL", url)  # the spawned workers read their settings from the environment
     monkeypatch.setenv("LOG_LEVEL", "WARNING")
+
+
+def run_in_own_loop(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """asyncio.run in a thread of its own: an earlier test (the browser journeys' Playwright) may leave an
+    event loop running in the main thread, where asyncio.run refuses to start another."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as exc:  # re-raised in the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=180)
+    assert not thread.is_alive(), "the scenario did not finish"
+    if failure:
+        raise failure[0]
 
 
 def refused(control_id: str) -> bytes:
@@ -55,7 +76,7 @@ def test_each_message_goes_to_the_least_busy_worker_and_is_answered() -> None:
             await pool.stop()
         assert all(not os.path.exists(f"/proc/{pid}/cmdline") or _zombie(pid) for pid in pool.pids() if pid)
 
-    asyncio.run(scenario())
+    run_in_own_loop(scenario)
 
 
 def _zombie(pid: int) -> bool:
@@ -89,7 +110,7 @@ def test_a_worker_that_dies_fails_only_its_messages_and_is_started_again() -> No
         finally:
             await pool.stop()
 
-    asyncio.run(scenario())
+    run_in_own_loop(scenario)
 
 
 def test_the_listener_closes_a_connection_whose_worker_died_without_an_ack_and_serves_the_next() -> None:

@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connections
 
 from integrations.hl7 import inbound, mllp
 from integrations.hl7.models import Hl7Sender
@@ -162,7 +161,13 @@ class Listener:
         await self.stop()
 
 
-def _serve(*, host: str, port: int, threads: int, processes: int = 1) -> None:
+def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) -> None:
+    """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand).
+
+    With `processes` > 1, that many worker processes of `threads` threads each apply the messages (see
+    integrations.hl7.workers; they are spawned, so they share nothing of this process's); this process
+    accepts, reads and answers, and starts a worker again if one dies."""
+
     async def main() -> None:
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -172,14 +177,3 @@ def _serve(*, host: str, port: int, threads: int, processes: int = 1) -> None:
         await Listener(host=host, port=port, threads=threads, pool=pool).serve_until_stopped(stopped)
 
     asyncio.run(main())
-
-
-def listener_run(*, host: str, port: int, threads: int = 4, processes: int = 1) -> None:
-    """Run until SIGTERM or SIGINT (then drain: stop accepting, finish the messages in hand).
-
-    With `processes` > 1, that many worker processes of `threads` threads each apply the messages (see
-    integrations.hl7.workers); this process accepts, reads and answers, and starts a worker again if one
-    dies."""
-    if processes > 1:
-        connections.close_all()  # the workers start afresh (spawn); nothing of this process's is shared
-    _serve(host=host, port=port, threads=threads, processes=processes)

@@ -81,12 +81,15 @@ MIDDLEWARE = [
     "clinic.api.middleware.ApiErrorMiddleware",
     "clinic.api.anonymous_limit.AnonymousRateLimitMiddleware",
     "clinic.api.hygiene.RequestHygieneMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's browser middleware: clinic.browser_middleware's are the libraries' own, passed through on
+    # /api/ and /fhir/ (bearer tokens, no session, cookie or CSRF there). django-axes's check looks for its
+    # middleware by name, and it costs a getattr on an API request: it stays as it is.
+    "clinic.browser_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): after AuthenticationMiddleware
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "clinic.browser_middleware.CsrfViewMiddleware",
+    "clinic.browser_middleware.AuthenticationMiddleware",
+    "clinic.browser_middleware.OTPMiddleware",  # request.user.is_verified(): after AuthenticationMiddleware
+    "clinic.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes requires: turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",

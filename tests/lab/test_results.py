@@ -13,9 +13,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from clinic.errors import NotFound
 from integrations.webhooks.models import WebhookEvent
-from lab import services
+from lab import selectors, services
 from lab.models import LabOrder, LabResult, Priority, RangeSex, ReferenceRange
+from lab.representations import lab_order_representation
 from tests.billing.factories import body, get, post_json
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 from tests.helpers import REQUEST_BOOKKEEPING, all_at_once, assert_problem, error_fields, row_counts
@@ -391,3 +393,30 @@ def test_posting_results_takes_a_fixed_number_of_statements_however_many_results
     # The second also supersedes HGB's and PLT's preliminary versions (one UPDATE) and leaves the item resulted
     # (no write of its status).
     assert (few, many) == (18, 18)
+
+
+def test_the_detail_read_by_precompiled_plans_is_what_the_orms_prefetch_reads(client, world, api_client_factory):
+    """lab_order_get loads the order, items and results through three plans (lab.selectors._loaded); the
+    representation must be what the ORM's select_related/prefetch_related (_with_detail) gives, versions and
+    their order included, and a client of another branch must not see it."""
+    post(client, world, [{"test": "CBC", "analyte": "HGB", "value": "12.9"}], status="preliminary")
+    post(client, world, CBC_NORMAL)
+    post(client, world, [{"test": "CBC", "analyte": "PLT", "value": 260}], status="amended", reason="Re-run")
+    post(client, world, [{"test": "BLOOD-GROUP", "analyte": "ABO", "value": "O"}])
+    reader = api_client_factory(scopes=["lab:read"], branches=[world["blr"]])
+    outsider = api_client_factory(scopes=["lab:read"], branches=[BranchFactory(code="MUM", state="Maharashtra")])
+    order_id = world["order"].id
+    through_orm = selectors._with_detail(selectors.visible_lab_orders(reader).filter(id=order_id)).first()
+
+    selectors.client_branch_ids(reader)  # the branch list comes with the token on a request
+    with CaptureQueriesContext(connection) as queries:
+        through_plans = selectors.lab_order_get(client=reader, ref=str(order_id))
+        shown = lab_order_representation(through_plans)
+
+    assert len(queries) == 3
+    assert shown == lab_order_representation(through_orm)
+    cbc = results_of(dict(shown), "CBC")
+    assert [version["version"] for version in cbc["HGB"]["history"]] == [1]
+    assert (cbc["PLT"]["current"]["status"], cbc["PLT"]["current"]["version"]) == ("amended", 2)
+    with pytest.raises(NotFound):
+        selectors.lab_order_get(client=outsider, ref=str(order_id))

@@ -59,6 +59,8 @@ def capture(calls: list[Call], *, writes: bool, expected_status: int, host: str)
 
 def replay(url: str, captured: list[list[str]], *, writes: bool, seconds: float = 2.0) -> dict[str, Any]:
     """p50 and p95 milliseconds per request, cycling through the captured samples."""
+    if not captured:
+        raise RuntimeError("No request of this scenario to replay: its pool of calls is empty.")
     with psycopg.connect(url, autocommit=True) as conn:
 
         def one(statements: list[str]) -> None:

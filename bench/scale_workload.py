@@ -212,6 +212,18 @@ def build(
         ).fetchall()
     }
     booking_patients = [p for p in booking_patients if p not in booked]
+    if len(booking_patients) < write_pool * 2:
+        # The sample is the same every run (REPEATABLE): on a database earlier runs booked, top it up with
+        # patients who have nothing booked on those days yet.
+        booking_patients += [
+            row[0]
+            for row in conn.execute(
+                "SELECT p.id FROM patients_patient p TABLESAMPLE BERNOULLI (%s) WHERE NOT EXISTS "
+                "(SELECT 1 FROM appointments_appointment a WHERE a.patient_id = p.id AND a.local_date >= %s) "
+                "LIMIT %s",
+                [percent, first_booking_day, write_pool * 2 - len(booking_patients)],
+            ).fetchall()
+        ]
     bookings = _booking_calls(base, bearer, by_weekday, first_booking_day, write_pool * 2, booking_patients, rng)
     scenarios.append(
         Scenario(

@@ -43,14 +43,18 @@ def branch_by_ref(ref: str) -> Branch | None:
     return branch
 
 
+_BRANCH_BY_ID = QueryPlan(lambda: Branch.objects.filter(id=Slot("id", UUIDField())))
+
+
 def branch_visible_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
     """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
     serializers turn that into a 400 on branch_id)."""
     allowed = client_branch_ids(client)
-    branch = Branch.objects.filter(id=branch_id).first()
-    if branch is None or (allowed is not None and branch.id not in allowed):
+    # Precompiled: as an ORM query, compiled on every request, it was a third of a one-branch summary's CPU.
+    found = _BRANCH_BY_ID.fetch(id=branch_id)
+    if not found or (allowed is not None and found[0].id not in allowed):
         raise NotFound(f"No branch {branch_id} available to this client.")
-    return branch
+    return found[0]
 
 
 def branch_only_default(*, client: ApiClient, action: str) -> Branch:

@@ -10,4 +10,6 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 def has_non_ascii_digit(text: str) -> bool:
     """Devanagari, Arabic-Indic and other Unicode digits: Python's \\d and int() accept them, PostgreSQL's
     [0-9] checks do not, so identifiers and numbers must refuse them (ASCII digits only)."""
-    return any(ch.isdigit() and not ch.isascii() for ch in text)
+    # An ASCII string (nearly every one: paths, ids, query values) has none, and str.isascii() says so
+    # without a Python-level loop over its characters.
+    return not text.isascii() and any(ch.isdigit() and not ch.isascii() for ch in text)

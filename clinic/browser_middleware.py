@@ -3,8 +3,8 @@ admin and passed through for the API.
 
 The API (/api/, /fhir/) authenticates every request by its bearer token (clinic.api.authentication) and
 never reads a session, a cookie, `request.user` before DRF sets it, or a flash message; its views are all
-CSRF-exempt (DRF's and the token endpoints'). Yet each of these five middlewares ran on every API request:
-7.9 % of a worker's interpreter time on the framework floor under load (py-spy --gil, 4 workers x 2 threads,
+CSRF-exempt (DRF's and the token endpoints'). Yet these five middlewares ran on every API request: about
+5 % of a worker's interpreter time on the framework floor under load (py-spy --gil, 4 workers x 2 threads,
 concurrency 16; bench/results/request_floor.md). Each class here is the library's own, subclassed so that
 an API path goes straight to the next layer; every other path runs it unchanged. They are subclasses, so
 the admin's system checks (which look for these middlewares in MIDDLEWARE) still find them.

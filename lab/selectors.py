@@ -69,7 +69,8 @@ def lab_tests(*, kind: str | None = None, modality: str | None = None) -> QueryS
 
 
 def visible_lab_orders(client: ApiClient) -> QuerySet[LabOrder]:
-    """The one access chokepoint for lab orders: a client limited to some branches sees only theirs."""
+    """The access chokepoint for lists of lab orders: a client limited to some branches sees only theirs.
+    One order by id (lab_order_get) applies the same restriction to the row its plans load (_loaded)."""
     orders = LabOrder.objects.all()
     allowed = client_branch_ids(client)
     if allowed is not None:

@@ -416,6 +416,10 @@ HL7_LISTENER_MAX_MESSAGE_BYTES = env_int(
 )
 HL7_LISTENER_READ_TIMEOUT_SECONDS = env_int("HL7_LISTENER_READ_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
 HL7_LISTENER_MAX_CONNECTIONS = env_int("HL7_LISTENER_MAX_CONNECTIONS", 64, minimum=1, maximum=10_000)
+# One sender address may hold at most this many of them (CONTRACT section 19): it can never crowd out another.
+HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS = env_int(
+    "HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS", 4, minimum=1, maximum=1_000
+)
 HL7_LISTENER_PROCESSES = env_int("HL7_LISTENER_PROCESSES", 1, minimum=1, maximum=64)
 HL7_LISTENER_APPLICATION = env_str("HL7_LISTENER_APPLICATION", "CLINIC")
 HL7_LISTENER_FACILITY = env_str("HL7_LISTENER_FACILITY", "CLINIC")
@@ -554,3 +558,10 @@ DICOM_WORKLIST_MAX_RESULTS = env_int("DICOM_WORKLIST_MAX_RESULTS", 500, minimum=
 # Seconds a peer may stay silent (association request, DIMSE message, network read) before it is dropped.
 DICOM_TIMEOUT_SECONDS = env_int("DICOM_TIMEOUT_SECONDS", 30, minimum=1, maximum=600)
 DICOM_MAX_ASSOCIATIONS = env_int("DICOM_MAX_ASSOCIATIONS", 10, minimum=1, maximum=200)
+# CONTRACT section 19: the worklist's own AE title (the called AE title every association must name), the
+# time a connection has to send its association request (ARTIM), the time an association may stay idle, and
+# the associations one calling address may hold.
+DICOM_AE_TITLE = env_str("DICOM_AE_TITLE", "CLINIC_MWL")
+DICOM_ARTIM_TIMEOUT_SECONDS = env_int("DICOM_ARTIM_TIMEOUT_SECONDS", 10, minimum=1, maximum=600)
+DICOM_IDLE_TIMEOUT_SECONDS = env_int("DICOM_IDLE_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
+DICOM_MAX_ASSOCIATIONS_PER_ADDRESS = env_int("DICOM_MAX_ASSOCIATIONS_PER_ADDRESS", 4, minimum=1, maximum=200)

@@ -290,6 +290,16 @@ class LabOrderItem(models.Model):
     def __str__(self) -> str:
         return self.accession_number
 
+    @property
+    def study_instance_uid(self) -> str:
+        """An imaging item's Study Instance UID, `2.25.<its UUID as an integer>` (PS3.5 B.2: a UID derived from
+        a UUID needs no registered root): the same in the worklist, in HL7 ORM ZDS-1 and on every server."""
+        return study_instance_uid(self.id)
+
+
+def study_instance_uid(item_id: uuid.UUID) -> str:
+    return f"2.25.{item_id.int}"
+
 
 ae_title_validator = RegexValidator(
     r"^[!-Z^-~][ -Z^-~]{0,15}$", "1 to 16 printable ASCII characters, no backslash (a DICOM AE title)."
@@ -304,7 +314,14 @@ class ImagingStation(models.Model):
     branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="imaging_stations")
     modality = models.CharField(max_length=2, choices=Modality.choices)
     ae_title = models.CharField("AE title", max_length=16, validators=[ae_title_validator])
-    name = models.CharField(max_length=100, blank=True, help_text="e.g. Room 2 CT scanner.")
+    name = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="e.g. Room 2 CT scanner (the worklist's Scheduled Station Name, cut to 16).",
+    )
+    location = models.CharField(
+        max_length=16, blank=True, help_text="The worklist's Scheduled Procedure Step Location, e.g. RAD-ROOM-2."
+    )
 
     class Meta:
         ordering = ["branch", "modality"]
@@ -329,6 +346,16 @@ class Flag(models.TextChoices):
     CRITICAL_HIGH = "HH"
 
 
+class Comparator(models.TextChoices):
+    """How a quantity relates to its number (HL7 SN, FHIR Quantity.comparator); empty: equal."""
+
+    EQUAL = "", "="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+
+
 class ResultStatus(models.TextChoices):
     PRELIMINARY = "preliminary"
     FINAL = "final"
@@ -347,11 +374,18 @@ class LabResult(models.Model):
     current = models.BooleanField(default=True)
     status = models.CharField(max_length=12, choices=ResultStatus.choices)
     value_quantity = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    # An HL7 SN value (CONTRACT section 19): `>^14` is comparator ">" and 14; `^10^-^20` is 10 and high 20.
+    comparator = models.CharField(max_length=2, choices=Comparator.choices, blank=True, default="", db_default="")
+    value_quantity_high = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
     value_text = models.TextField(blank=True, max_length=20000)
     unit = models.CharField(max_length=30, blank=True)
     flag = models.CharField(max_length=2, choices=Flag.choices, blank=True)
     reference_low = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     reference_high = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    # What the performing laboratory reported beside the value (OBX-7 and OBX-8), kept as sent next to our own
+    # interpretation (flag, reference_low/high), which may differ.
+    reported_range = models.CharField(max_length=60, blank=True, default="", db_default="")
+    reported_flag = models.CharField(max_length=20, blank=True, default="", db_default="")
     note = models.CharField(max_length=1000, blank=True)
     reason = models.CharField(max_length=500, blank=True, help_text="Why an amended result replaced the last one.")
     performed_at = models.DateTimeField()
@@ -385,6 +419,12 @@ class LabResult(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(value_quantity__isnull=False) | ~Q(value_text=""), name="labresult_has_a_value"
+            ),
+            models.CheckConstraint(condition=Q(comparator__in=Comparator.values), name="labresult_comparator_valid"),
+            models.CheckConstraint(
+                condition=Q(value_quantity_high__isnull=True)
+                | Q(comparator="", value_quantity__isnull=False, value_quantity_high__gte=F("value_quantity")),
+                name="labresult_range_ordered",
             ),
         ]
 

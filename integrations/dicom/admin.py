@@ -6,8 +6,8 @@ from django.contrib import admin
 
 
 class DicomCallingAEAdmin(admin.ModelAdmin):
-    list_display = ["ae_title", "branch", "host", "active", "description", "created_at"]
+    list_display = ["ae_title", "branch", "networks", "any_address", "active", "description", "created_at"]
     list_filter = ["active", "branch"]
     list_select_related = ["branch"]
-    search_fields = ["ae_title", "description", "host"]
-    fields = ["ae_title", "branch", "host", "active", "description"]
+    search_fields = ["ae_title", "description"]
+    fields = ["ae_title", "branch", "networks", "any_address", "active", "description"]

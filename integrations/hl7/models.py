@@ -156,9 +156,20 @@ class Hl7Attempt(models.Model):
         return f"attempt {self.number} of HL7 message {self.message_id}"
 
 
+class Hl7Charset(models.TextChoices):
+    """MSH-18 character sets the listener reads (HL7 table 0211), and what a sender's messages without MSH-18
+    are read as."""
+
+    UTF8 = "UNICODE UTF-8", "UTF-8 (UNICODE UTF-8)"
+    LATIN1 = "8859/1", "Latin-1 (8859/1)"
+    ASCII = "ASCII", "ASCII"
+
+
 class Hl7Sender(models.Model):
-    """A system allowed to send results to the listener: the listener accepts a connection only from an
-    address inside the networks of an active sender (none configured: nobody is accepted)."""
+    """A laboratory system registered to send results (CONTRACT section 19): the networks it connects from,
+    the branches whose orders it may report on, and the MSH-3/MSH-4 it presents (blank: any that no other
+    sender registered). The listener accepts a connection only from an address inside the networks of an
+    active sender (none configured: nobody is accepted)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
@@ -167,6 +178,21 @@ class Hl7Sender(models.Model):
         validators=[validate_networks],
         help_text="IP addresses or networks (CIDR) the sender connects from, e.g. 10.1.2.3 or 10.1.0.0/16.",
     )
+    branches = models.ManyToManyField(
+        "clinic.Branch", related_name="hl7_senders", help_text="Results are applied only to orders of these branches."
+    )
+    sending_application = models.CharField(
+        "sending application (MSH-3)", max_length=180, blank=True, validators=[validate_hd]
+    )
+    sending_facility = models.CharField(
+        "sending facility (MSH-4)", max_length=180, blank=True, validators=[validate_hd]
+    )
+    default_charset = models.CharField(
+        max_length=20,
+        choices=Hl7Charset.choices,
+        default=Hl7Charset.UTF8,
+        help_text="How messages without MSH-18 are read.",
+    )
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -174,17 +200,34 @@ class Hl7Sender(models.Model):
     class Meta:
         verbose_name = "HL7 sender"
         ordering = ["name", "id"]
-        constraints = [models.CheckConstraint(condition=~models.Q(networks=[]), name="hl7_sender_has_networks")]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(networks=[]), name="hl7_sender_has_networks"),
+            # Two senders presenting the same MSH-3/MSH-4 could not be told apart by their messages.
+            models.UniqueConstraint(
+                fields=["sending_application", "sending_facility"],
+                condition=~models.Q(sending_application="", sending_facility=""),
+                name="hl7_sender_identity_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(default_charset__in=Hl7Charset.values), name="hl7_sender_charset"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
 
 
 class Hl7ReceivedMessage(models.Model):
-    """An inbound message that was applied, keyed by its sender and control id, with the ACK it got: the same
-    message sent again is answered with this ACK and not applied twice."""
+    """An inbound message that was applied, keyed by its registered sender and control id (MSH-10), with a
+    digest of its content and the ACK it got: the same message sent again is answered with this ACK and not
+    applied twice; another message under the same key is refused, never acknowledged unapplied."""
 
     id = models.BigAutoField(primary_key=True)
+    # Null only on rows received before senders were registered (keyed then by MSH-3/MSH-4).
+    sender = models.ForeignKey(Hl7Sender, on_delete=models.PROTECT, null=True, related_name="received_messages")
+    content_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the message without MSH-7 (hex): what tells a repeat."
+    )
     sending_application = models.CharField(max_length=180)
     sending_facility = models.CharField(max_length=180)
     control_id = models.CharField(max_length=199)
@@ -199,8 +242,15 @@ class Hl7ReceivedMessage(models.Model):
         ordering = ["-received_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["sending_application", "sending_facility", "control_id"], name="hl7_received_control_id_unique"
-            )
+                fields=["sender", "control_id"],
+                condition=models.Q(sender__isnull=False),
+                name="hl7_received_sender_control_id_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["sending_application", "sending_facility", "control_id"],
+                condition=models.Q(sender__isnull=True),
+                name="hl7_received_legacy_control_id_unique",
+            ),
         ]
 
     def __str__(self) -> str:

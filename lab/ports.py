@@ -6,13 +6,11 @@ DICOM calling AE's branch) applied here."""
 
 from __future__ import annotations
 
-# --- HL7 v2 results (integrations.hl7) ----------------------------------------------------------------------
+# DICOM Modality Worklist and MPPS (integrations.dicom)
+from lab.procedures import imaging_procedure_finish, imaging_procedure_start
+from lab.selectors import TextMatch, WorklistEntry, WorklistQuery, imaging_worklist
 
-
-# --- DICOM Modality Worklist and MPPS (integrations.dicom) --------------------------------------------------
-
-from lab.procedures import imaging_procedure_finish, imaging_procedure_start  # noqa: E402
-from lab.selectors import TextMatch, WorklistEntry, WorklistQuery, imaging_worklist  # noqa: E402
+# HL7 v2 results (integrations.hl7): below.
 
 __all__ = [
     "TextMatch",

@@ -12,7 +12,7 @@ import time as clock
 from collections.abc import Callable, Collection
 from datetime import date, datetime, time, timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 from zoneinfo import ZoneInfo
 
 from django.apps import apps
@@ -31,6 +31,28 @@ REQUEST_BOOKKEEPING = frozenset({"integrations.AuditLogEntry", "oauth2_provider.
 
 
 # --- Credentials -------------------------------------------------------------------------------------
+
+
+def own_database_address() -> tuple[str, int]:
+    """Where the test database listens: (host, port), the host being a directory for a Unix socket (the
+    embedded PostgreSQL of `make test` listens on a socket only, which dj-database-url keeps in OPTIONS)."""
+    params = connection.settings_dict
+    options = params.get("OPTIONS") or {}
+    host = params["HOST"] or options.get("host") or "127.0.0.1"
+    port = params["PORT"] or options.get("port") or 5432
+    return str(host), int(port)
+
+
+def own_database_url() -> str:
+    """A URL of the test database for a subprocess or a connection of a test's own (DATABASE_URL's form)."""
+    params = connection.settings_dict
+    host, port = own_database_address()
+    credentials = quote(params["USER"] or "", safe="")
+    if params.get("PASSWORD"):
+        credentials += ":" + quote(params["PASSWORD"], safe="")
+    if host.startswith("/"):
+        return f"postgresql://{credentials}@/{params['NAME']}?host={quote(host, safe='')}&port={port}"
+    return f"postgresql://{credentials}@{host}:{port}/{params['NAME']}"
 
 
 def bearer(token: str) -> dict[str, str]:

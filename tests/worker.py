@@ -126,12 +126,9 @@ def celery_worker(transactional_db: None) -> Iterator[Any]:
 
 
 def _test_database_url() -> str:
-    from django.db import connection
+    from tests.helpers import own_database_url
 
-    params = connection.settings_dict
-    credentials = params["USER"] + (f":{params['PASSWORD']}" if params.get("PASSWORD") else "")
-    host = f"{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}"
-    return f"postgresql://{credentials}@{host}/{params['NAME']}"
+    return own_database_url()
 
 
 class WorkerProcess:

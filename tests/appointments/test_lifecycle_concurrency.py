@@ -33,7 +33,7 @@ from tests.appointments.lifecycle_helpers import (
     reschedule_body,
     start_now,
 )
-from tests.helpers import at, send_all_at_once
+from tests.helpers import at, own_database_url, send_all_at_once
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -303,10 +303,7 @@ def test_a_reschedule_waits_for_a_booking_in_flight_on_its_target_day(clinic):
     and answer 409. Left to the exclusion constraint alone, writes racing into one interval are resolved
     by PostgreSQL's deadlock detector: a 500 after a one-second stall instead of a 409."""
     appointment = book_rao(Client(), clinic, "09:00", "09:15")
-    settings = connection.settings_dict
-    booking_in_flight = psycopg.connect(
-        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
-    )
+    booking_in_flight = psycopg.connect(own_database_url())
     outcome: list[Any] = []
     try:
         booking_in_flight.execute(

@@ -9,7 +9,8 @@ import threading
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to `upstream`. `cut()` closes every open connection and refuses new ones;
+    """Forwards 127.0.0.1:<port> to `upstream` (host, port), or to PostgreSQL's Unix socket in the directory
+    `host` when it is a path (the embedded server of `make test` listens on a socket only). `cut()` closes every open connection and refuses new ones;
     `cut_when(marker)` does so the moment a client sends bytes containing `marker` (before forwarding
     them), so a test can break the connection under one chosen SQL statement."""
 
@@ -23,6 +24,14 @@ class TcpProxy:
         self.is_cut = threading.Event()
         self.cuts = 0
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def _connect_upstream(self) -> socket.socket:
+        host, port = self.upstream
+        if not host.startswith("/"):
+            return socket.create_connection(self.upstream)
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        unix.connect(f"{host}/.s.PGSQL.{port}")
+        return unix
 
     def cut_when(self, marker: bytes) -> None:
         self._marker = marker
@@ -50,7 +59,7 @@ class TcpProxy:
             if self.is_cut.is_set():  # refused: the server is "down"
                 downstream.close()
                 continue
-            upstream = socket.create_connection(self.upstream)
+            upstream = self._connect_upstream()
             with self._lock:
                 self._sockets += [downstream, upstream]
             threading.Thread(target=self._pump, args=(downstream, upstream, True), daemon=True).start()

@@ -13,7 +13,7 @@ from django.db import close_old_connections, connection
 from integrations.models import AuditLogEntry
 from patients.models import Patient
 from tests.factories import BranchFactory
-from tests.helpers import bearer
+from tests.helpers import bearer, own_database_address
 from tests.operations.tcp_proxy import TcpProxy
 from tests.patients.factories import post_patient
 
@@ -43,7 +43,7 @@ def proxied_database() -> Iterator[TcpProxy]:
     audit_buffer._redis().delete(audit_buffer._key())  # rows other tests deferred name clients gone since
     settings_dict = connection.settings_dict
     original = (settings_dict["HOST"], settings_dict["PORT"])
-    proxy = TcpProxy((original[0] or "127.0.0.1", int(original[1] or 5432)))
+    proxy = TcpProxy(own_database_address())
     connection.close()
     settings_dict["HOST"], settings_dict["PORT"] = "127.0.0.1", str(proxy.port)
     try:

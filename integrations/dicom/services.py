@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from clinic.models import Branch
@@ -10,17 +11,30 @@ from integrations.dicom.models import DicomCallingAE
 
 @transaction.atomic
 def calling_ae_save(
-    *, ae_title: str, branch: Branch, host: str | None = None, description: str = ""
+    *,
+    ae_title: str,
+    branch: Branch,
+    networks: list[str] | None = None,
+    any_address: bool = False,
+    description: str = "",
 ) -> tuple[DicomCallingAE, bool]:
-    """Allow `ae_title` (active) for `branch`, creating or updating its entry; ValidationError naming the bad
-    field. Returns the entry and whether it is new."""
+    """Allow `ae_title` (active) for `branch` from `networks` (addresses or CIDR networks), or from any address
+    when `any_address` is chosen explicitly; creating or updating its entry. ValidationError naming the bad
+    field: a title bound to no address at all is refused (an AE title is easy to forge). Returns the entry and
+    whether it is new."""
     title = ae_title.strip()
+    addresses = [network.strip() for network in networks or [] if network.strip()]
+    if not addresses and not any_address:
+        raise ValidationError(
+            {"networks": ["Give the addresses the modality connects from, or choose any address explicitly."]}
+        )
     entry = DicomCallingAE.objects.select_for_update().filter(ae_title=title).first()
     created = entry is None
     if entry is None:
         entry = DicomCallingAE(ae_title=title)
     entry.branch = branch
-    entry.host = host or None
+    entry.networks = list(dict.fromkeys(addresses))
+    entry.any_address = any_address
     entry.description = description
     entry.active = True
     entry.full_clean()

@@ -94,7 +94,7 @@ def world(transactional_db: None) -> DicomWorld:
     ImagingStation.objects.create(branch=blr, modality="XR", ae_title="BLR_XR1", name="X-ray room")
     ImagingStation.objects.create(branch=mum, modality="US", ae_title="MUM_US1", name="Ultrasound")
     for title, branch in (("BLR_CT1", blr), ("BLR_XR1", blr), ("MUM_US1", mum)):
-        DicomCallingAE.objects.create(ae_title=title, branch=branch)
+        DicomCallingAE.objects.create(ae_title=title, branch=branch, networks=["127.0.0.1"])
     return DicomWorld(
         blr=blr,
         mum=mum,

@@ -34,19 +34,20 @@ def test_create_dicom_calling_ae_allows_then_updates_a_title() -> None:
     blr = BranchFactory(code="BLR")
     mum = BranchFactory(code="MUM")
 
-    assert run("--ae-title", "CT_ROOM2", "--branch", "blr", "--host", "10.0.0.12") == (
-        "Allowed calling AE CT_ROOM2 for branch BLR.\n"
+    assert run("--ae-title", "CT_ROOM2", "--branch", "blr", "--network", "10.0.0.12", "--network", "10.0.1.0/24") == (
+        "Allowed calling AE CT_ROOM2 for branch BLR from 10.0.0.12, 10.0.1.0/24.\n"
     )
     DicomCallingAE.objects.filter(ae_title="CT_ROOM2").update(active=False)
-    assert run("--ae-title", "CT_ROOM2", "--branch", str(mum.id), "--description", "moved") == (
-        "Updated calling AE CT_ROOM2 for branch MUM.\n"
+    assert run("--ae-title", "CT_ROOM2", "--branch", str(mum.id), "--host", "10.2.0.7", "--description", "moved") == (
+        "Updated calling AE CT_ROOM2 for branch MUM from 10.2.0.7.\n"
     )
 
     entry = DicomCallingAE.objects.get()
-    assert (entry.ae_title, entry.branch, entry.host, entry.active, entry.description) == (
+    assert (entry.ae_title, entry.branch, entry.networks, entry.any_address, entry.active, entry.description) == (
         "CT_ROOM2",
         mum,
-        None,
+        ["10.2.0.7"],
+        False,
         True,
         "moved",
     )
@@ -54,13 +55,36 @@ def test_create_dicom_calling_ae_allows_then_updates_a_title() -> None:
 
 
 @pytest.mark.django_db
+def test_create_dicom_calling_ae_from_any_address_needs_saying_so_and_warns() -> None:
+    BranchFactory(code="BLR")
+    out, err = StringIO(), StringIO()
+    call_command(
+        "create_dicom_calling_ae", "--ae-title", "CT_ANY", "--branch", "BLR", "--any-address", stdout=out, stderr=err
+    )
+
+    assert out.getvalue() == "Allowed calling AE CT_ANY for branch BLR from any address.\n"
+    assert err.getvalue() == "Warning: this AE title is accepted from any address.\n"
+    entry = DicomCallingAE.objects.get()
+    assert (entry.networks, entry.any_address) == ([], True)
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ae-title", "CT", "--branch", "NOPE"], "No branch with id or code 'NOPE'."),
-        (["--ae-title", "A\\B", "--branch", "BLR"], "ae_title: 1 to 16 printable ASCII characters, no backslash."),
-        (["--ae-title", "X" * 17, "--branch", "BLR"], "ae_title:"),
-        (["--ae-title", "CT", "--branch", "BLR", "--host", "scanner.local"], "host:"),
+        (
+            ["--ae-title", "CT", "--branch", "BLR"],
+            "Give the address the modality connects from (--network IP or CIDR, repeatable), "
+            "or --any-address to accept this AE title from anywhere.",
+        ),
+        (["--ae-title", "CT", "--branch", "NOPE", "--network", "10.0.0.1"], "No branch with id or code 'NOPE'."),
+        (
+            ["--ae-title", "A\\B", "--branch", "BLR", "--network", "10.0.0.1"],
+            "ae_title: 1 to 16 printable ASCII characters, no backslash.",
+        ),
+        (["--ae-title", "X" * 17, "--branch", "BLR", "--network", "10.0.0.1"], "ae_title:"),
+        (["--ae-title", "CT", "--branch", "BLR", "--host", "scanner.local"], "networks:"),
+        (["--ae-title", "CT", "--branch", "BLR", "--network", "10.0.0.300/24"], "networks:"),
     ],
 )
 def test_create_dicom_calling_ae_refuses_bad_input_and_writes_nothing(args: list[str], message: str) -> None:

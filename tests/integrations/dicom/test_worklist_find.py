@@ -211,11 +211,11 @@ def test_an_unknown_calling_ae_is_rejected_at_association(schedule: dict[str, La
 
 def test_an_inactive_or_misplaced_calling_ae_is_rejected(schedule: dict[str, LabOrderItem], server: int) -> None:
     DicomCallingAE.objects.filter(ae_title="BLR_CT1").update(active=False)
-    DicomCallingAE.objects.filter(ae_title="BLR_XR1").update(host="10.1.2.3")
+    DicomCallingAE.objects.filter(ae_title="BLR_XR1").update(networks=["10.1.2.3", "127.0.0.2/32"])
     for calling in ("BLR_CT1", "BLR_XR1"):
         result = findscu(server, ["AccessionNumber"], calling=calling)
         assert "Association Rejected" in result.log, calling
-    DicomCallingAE.objects.filter(ae_title="BLR_XR1").update(host="127.0.0.1")
+    DicomCallingAE.objects.filter(ae_title="BLR_XR1").update(networks=["10.1.2.3", "127.0.0.0/8"])
     assert len(findscu(server, ["AccessionNumber"], calling="BLR_XR1").answers) == 3
 
 

@@ -147,8 +147,19 @@ def test(pytest_args: list[str]) -> int:
     # A database of its own for Redis keys of tests, so a running dev server's counters are untouched.
     server = prepare_environment(redis_default="redis://127.0.0.1:6379/15")
     os.environ.setdefault("CACHE_KEY_PREFIX", "clinic-test")
-    code = subprocess.call([sys.executable, "-m", "pytest", *pytest_args], cwd=BASE_DIR)
-    del server
+    pytest = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args], cwd=BASE_DIR)
+    # A SIGTERM (CI's timeout, `kill`) goes on to pytest, and the launcher waits for it, so that the embedded
+    # PostgreSQL is stopped below; dying at once left it running. Ctrl-C reaches pytest by itself (same
+    # process group): the launcher only keeps waiting.
+    signal.signal(signal.SIGTERM, lambda *_: pytest.send_signal(signal.SIGTERM))
+    while True:
+        try:
+            code = pytest.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    if server is not None:
+        server.cleanup()
     return code
 
 

@@ -127,6 +127,7 @@ class LabOrderDoctor(TypedDict):
 class LabOrderTest(TypedDict):
     code: str
     name: str
+    loinc_code: Annotated[str, Doc("The test's LOINC code, as the catalogue names it (HL7 ORM OBR-4 carries it).")]
     kind: Annotated[str, models.TestKind]
 
 
@@ -169,6 +170,13 @@ class LabOrderItem(TypedDict):
     accession_number: Annotated[str, Doc("Per branch and year, e.g. BLR-26-0000123.")]
     status: Annotated[str, models.ItemStatus]
     modality: Annotated[str | None, Doc("Imaging items: the DICOM modality; null for lab items.")]
+    study_instance_uid: Annotated[
+        str | None,
+        Doc(
+            "Imaging items: the DICOM Study Instance UID the worklist, the HL7 order and the images share; "
+            "null for lab items."
+        ),
+    ]
     specimen_type: Annotated[str | None, Doc("Lab items; null for imaging items.")]
     results: Annotated[list[LabOrderResult], Doc("Empty until results are recorded.")]
 
@@ -242,12 +250,14 @@ def _item_results(item: models.LabOrderItem, zone: ZoneInfo) -> list[LabOrderRes
 
 def _item(item: models.LabOrderItem, zone: ZoneInfo) -> LabOrderItem:
     test = item.test
+    imaging = test.kind == models.TestKind.IMAGING
     return {
         "item_id": str(item.id),
-        "test": {"code": test.code, "name": test.name, "kind": test.kind},
+        "test": {"code": test.code, "name": test.name, "loinc_code": test.loinc_code, "kind": test.kind},
         "accession_number": item.accession_number,
         "status": item.status,
         "modality": test.modality or None,
+        "study_instance_uid": item.study_instance_uid if imaging else None,
         "specimen_type": test.specimen_type or None,
         "results": _item_results(item, zone),
     }

@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A field is text, or its components (each text, or its subcomponents).
-Field = str | Sequence[str | Sequence[str]] | None
+
+class Repeated(tuple[str | Sequence[str | Sequence[str]], ...]):
+    """A field's repetitions (written joined by `~`), each text or its components as a `Field` is: PID-13
+    carries the phone and the e-mail address as two XTN repetitions."""
+
+
+# A field is text, its components (each text, or its subcomponents), or its repetitions.
+Field = str | Repeated | Sequence[str | Sequence[str]] | None
 
 _ESCAPES = {"\\": "\\E\\", "|": "\\F\\", "^": "\\S\\", "&": "\\T\\", "~": "\\R\\"}
 _UNESCAPES = {"E": "\\", "F": "|", "S": "^", "T": "&", "R": "~"}
@@ -51,6 +57,8 @@ def _field(value: Field) -> str:
         return ""
     if isinstance(value, str):
         return escape(value)
+    if isinstance(value, Repeated):
+        return "~".join(_field(repetition) for repetition in value).rstrip("~")
     return "^".join(escape(c) if isinstance(c, str) else "&".join(escape(s) for s in c) for c in value).rstrip("^")
 
 

@@ -107,19 +107,21 @@ ORDER: dict[str, Any] = {
     "items": [
         {
             "item_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-            "test": {"code": "CBC", "name": "Complete blood count", "kind": "lab"},
+            "test": {"code": "CBC", "name": "Complete blood count", "loinc_code": "58410-2", "kind": "lab"},
             "accession_number": "BLR-26-0000457",
             "status": "ordered",
             "modality": None,
+            "study_instance_uid": None,
             "specimen_type": "Whole blood",
             "results": [],
         },
         {
             "item_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
-            "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "kind": "imaging"},
+            "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "loinc_code": "36643-5", "kind": "imaging"},
             "accession_number": "BLR-26-0000458",
             "status": "scheduled",
             "modality": "XR",
+            "study_instance_uid": "2.25.57469910857750911523555601213654064494",
             "specimen_type": None,
             "results": [],
         },

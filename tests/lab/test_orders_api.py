@@ -69,19 +69,21 @@ def test_create_answers_201_with_the_exact_order(lab: LabWorld) -> None:
         "items": [
             {
                 "item_id": str(cbc_item.id),
-                "test": {"code": "CBC", "name": "Complete blood count", "kind": "lab"},
+                "test": {"code": "CBC", "name": "Complete blood count", "loinc_code": "58410-2", "kind": "lab"},
                 "accession_number": f"BLR-{yy:02d}-0000001",
                 "status": "ordered",
                 "modality": None,
+                "study_instance_uid": None,
                 "specimen_type": "Whole blood",
                 "results": [],
             },
             {
                 "item_id": str(xray_item.id),
-                "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "kind": "imaging"},
+                "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "loinc_code": "36643-5", "kind": "imaging"},
                 "accession_number": f"BLR-{yy:02d}-0000002",
                 "status": "scheduled",
                 "modality": "XR",
+                "study_instance_uid": f"2.25.{xray_item.id.int}",
                 "specimen_type": None,
                 "results": [],
             },

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import tempfile
 import threading
@@ -20,7 +21,8 @@ import hl7
 from django.utils import timezone
 from hl7.mllp import start_hl7_server
 from hl7apy.consts import VALIDATION_LEVEL
-from hl7apy.parser import parse_message
+from hl7apy.parser import parse_message, parse_segment
+from hl7apy.v2_5_1.datatypes import DATATYPES_STRUCTS
 from hl7apy.validation import Validator
 
 from integrations.hl7.listener import Listener
@@ -234,3 +236,56 @@ def oru(
     for number, (value_type, code, value, unit) in enumerate(observations, start=1):
         lines.append(f"OBX|{number}|{value_type}|{code}^{code}^L||{value}|{unit}|||||{status}|||{now}||^Menon^K")
     return "\r".join(lines) + "\r"
+
+
+def hl7apy_segment_names(er7: str) -> list[str]:
+    """The segments hl7apy's group finder kept, in order: it drops a segment it cannot place (a Z segment,
+    or a standard one out of place) without an error, so a strict validation alone can pass a message whose
+    segments it never saw."""
+    message = parse_message(er7, validation_level=VALIDATION_LEVEL.STRICT, find_groups=True)
+    names: list[str] = []
+
+    def walk(element: Any) -> None:
+        for child in element.children:
+            if child.classname == "Segment":
+                names.append(child.name)
+            else:
+                walk(child)
+
+    walk(message)
+    return names
+
+
+def hl7apy_validate_with_z(er7: str) -> list[str]:
+    """Strict hl7apy 2.5.1 validation of the standard part of a message that may carry Z segments, which
+    are returned (ER7) for the caller to check on their own. hl7apy types every field of a Z segment as a
+    single ST (a component raises under STRICT), and its group finder drops Z segments, so the standard
+    segments are validated without them and must all be kept by hl7apy, in order."""
+    lines = [line for line in er7.replace("\n", "\r").split("\r") if line]
+    standard = [line for line in lines if not line.startswith("Z")]
+    text = "\r".join(standard) + "\r"
+    hl7apy_validate(text)
+    assert hl7apy_segment_names(text) == [line[:3] for line in standard]
+    return [line for line in lines if line.startswith("Z")]
+
+
+# ZDS-1 as IHE Scheduled Workflow defines it: an RP (reference pointer) of one component each.
+_ZDS_REFERENCE = (
+    "sequence",
+    (("ZDS_1", ("sequence", DATATYPES_STRUCTS["RP"], "RP", "STUDY_INSTANCE_UID", None, -1), (1, 1), "FIE"),),
+)
+_DICOM_UID = re.compile(r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))+")
+
+
+def zds_validate(er7: str, *, application: str) -> str:
+    """A ZDS segment checked against its IHE definition with hl7apy (ZDS-1 an HL7 RP: the Study Instance UID,
+    the application that assigned it, `Application`, `DICOM`); returns the UID."""
+    segment = parse_segment(er7, version="2.5.1", validation_level=VALIDATION_LEVEL.STRICT, reference=_ZDS_REFERENCE)
+    assert [child.name for child in segment.children] == ["ZDS_1"], er7
+    pointer = segment.zds_1
+    uid = str(pointer.rp_1.to_er7())
+    assert _DICOM_UID.fullmatch(uid), uid  # PS3.5 9.1: digits and dots, no leading zero
+    assert len(uid) <= 64, uid
+    assert pointer.rp_2.to_er7() == application
+    assert (pointer.rp_3.to_er7(), pointer.rp_4.to_er7()) == ("Application", "DICOM")
+    return uid

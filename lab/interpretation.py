@@ -38,6 +38,9 @@ Decisions:
   below the range's low, H strictly above its high, N within [low, high] (limits inclusive). A value
   within the critical limits with no range to compare it with gets no flag (""), as do text and coded
   results.
+- Bounded quantities (HL7 SN, CONTRACT section 19): `>14`, `<=3` or a range 10..20 (parse_bounded) are
+  flagged only when the flag holds for every value they stand for (interpret_bounded): a lab reporting
+  `>14` where the high is 13 gets H, where the high is 15.5 gets no flag.
 """
 
 from __future__ import annotations
@@ -103,11 +106,15 @@ class RangeLike(Protocol):
 
 @dataclass(frozen=True)
 class ParsedValue:
-    """What to store: a quantity (with its unit) or a text (text, coded, imaging report; unit "")."""
+    """What to store: a quantity (with its unit) or a text (text, coded, imaging report; unit ""). A quantity
+    may be bounded (an HL7 SN value, CONTRACT section 19): `comparator` "<", "<=", ">" or ">=" before it, or
+    `high` closing the range quantity..high."""
 
     quantity: Decimal | None
     text: str
     unit: str
+    comparator: str = ""
+    high: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,25 @@ def parse_value(analyte: AnalyteLike | None, raw: Any, unit: Any = None) -> Pars
     if value_type == ValueType.TEXT:
         return ParsedValue(quantity=None, text=parse_text(raw), unit="")
     raise ValueError(f"Unknown value type {value_type!r}.")
+
+
+COMPARATORS = ("<", "<=", ">", ">=")
+
+
+def parse_bounded(analyte: AnalyteLike | None, raw: Any, unit: Any, *, comparator: str, high: Any) -> ParsedValue:
+    """A quantity with a comparator (`>14`) or a range (10 to 20), as an HL7 SN value carries it: only a
+    quantity analyte takes one; the range's high is not below its low, and a range has no comparator."""
+    if analyte is None or analyte.value_type != ValueType.QUANTITY:
+        raise ResultValueError("value", "Only a quantity takes a comparator or a range; send the value as text.")
+    if comparator and comparator not in COMPARATORS:
+        raise ResultValueError("value", f"The comparator must be one of {', '.join(COMPARATORS)}, not {comparator!r}.")
+    low = parse_quantity(raw)
+    top = None if high is None else parse_quantity(high)
+    if top is not None and comparator:
+        raise ResultValueError("value", "A range (low to high) takes no comparator.")
+    if top is not None and top < low:
+        raise ResultValueError("value", f"The range's high ({top}) is below its low ({low}).")
+    return ParsedValue(quantity=low, text="", unit=check_unit(analyte.unit, unit), comparator=comparator, high=top)
 
 
 def parse_quantity(raw: Any) -> Decimal:
@@ -281,6 +307,36 @@ def interpret(
     return Flag.NORMAL.value
 
 
+def interpret_bounded(
+    value: ParsedValue, *, range: RangeLike | None, critical_low: Decimal | None, critical_high: Decimal | None
+) -> str:
+    """The flag of a bounded quantity, only where every value it stands for gets it: `>14` against a high of
+    13 is H (and HH only when 14 is past the critical high too: a flag is never raised on a guess); `<0.5`
+    against a low of 1 is L; a range 10..20 gets the flag both ends share. Anything else is "" (no flag),
+    as a laboratory's own `>` reading is inconclusive about where within the range the value lies."""
+    assert value.quantity is not None
+    limits = {"critical_low": critical_low, "critical_high": critical_high}
+    if value.high is not None:
+        low_flag = interpret(value.quantity, range=range, **limits)
+        return low_flag if low_flag == interpret(value.high, range=range, **limits) else ""
+    bound, strict = value.quantity, value.comparator in ("<", ">")
+    if value.comparator in (">", ">="):
+
+        def above(limit: Decimal | None) -> bool:
+            return limit is not None and (bound >= limit if strict else bound > limit)
+
+        if above(critical_high):
+            return Flag.CRITICAL_HIGH.value
+        return Flag.HIGH.value if range is not None and above(range.high) else ""
+
+    def below(limit: Decimal | None) -> bool:
+        return limit is not None and (bound <= limit if strict else bound < limit)
+
+    if below(critical_low):
+        return Flag.CRITICAL_LOW.value
+    return Flag.LOW.value if range is not None and below(range.low) else ""
+
+
 def interpretation_for(
     analyte: AnalyteLike | None, parsed: ParsedValue, *, ranges: Iterable[RangeLike], sex: str, age_days: int
 ) -> Interpretation:
@@ -289,9 +345,11 @@ def interpretation_for(
     if analyte is None or parsed.quantity is None:
         return Interpretation(flag="", reference_low=None, reference_high=None)
     band = reference_range_for(ranges, sex=sex, age_days=age_days)
-    flag = interpret(
-        parsed.quantity, range=band, critical_low=analyte.critical_low, critical_high=analyte.critical_high
-    )
+    limits = {"critical_low": analyte.critical_low, "critical_high": analyte.critical_high}
+    if parsed.comparator or parsed.high is not None:
+        flag = interpret_bounded(parsed, range=band, **limits)
+    else:
+        flag = interpret(parsed.quantity, range=band, **limits)
     return Interpretation(
         flag=flag,
         reference_low=band.low if band is not None else None,

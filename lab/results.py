@@ -14,7 +14,8 @@ order is `final` when every item that is not cancelled is, else `resulted`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,11 +50,19 @@ FINAL_STATUSES = (ResultStatus.FINAL, ResultStatus.AMENDED)
 
 @dataclass(frozen=True)
 class ResultInput:
+    """One posted result. The REST API sends test, analyte, value, unit and note; an HL7 ORU (CONTRACT section
+    19) may add a `comparator` or a range's `value_high` (SN values) and the laboratory's own range and flag
+    as it reported them (OBX-7, OBX-8), kept beside ours."""
+
     test: str
     value: Any
     analyte: str | None = None
     unit: Any = None
     note: str = ""
+    comparator: str = ""
+    value_high: Any = None
+    reported_range: str = ""
+    reported_flag: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,8 @@ class _Checked:
     parsed: interpretation.ParsedValue
     note: str
     earlier: LabResult | None  # the current version this one supersedes
+    reported_range: str
+    reported_flag: str
 
 
 def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
@@ -169,12 +180,26 @@ def _check(order: LabOrder, state: _State, results: Sequence[ResultInput], statu
                 current_status=order.status,
             )
         try:
-            parsed = interpretation.parse_value(analyte, posted.value, posted.unit)
+            if posted.comparator or posted.value_high is not None:
+                parsed = interpretation.parse_bounded(
+                    analyte, posted.value, posted.unit, comparator=posted.comparator, high=posted.value_high
+                )
+            else:
+                parsed = interpretation.parse_value(analyte, posted.value, posted.unit)
         except interpretation.ResultValueError as exc:
             errors[f"{field}.{exc.field}"] = exc.message
             continue
         checked.append(
-            _Checked(item=item, analyte=analyte, parsed=parsed, note=posted.note.strip()[:1000], earlier=earlier)
+            _Checked(
+                item=item,
+                analyte=analyte,
+                parsed=parsed,
+                note=posted.note.strip()[:1000],
+                earlier=earlier,
+                # Informational beside our own flag and range: a longer text is cut to the column, not refused.
+                reported_range=posted.reported_range.strip()[:60],
+                reported_flag=posted.reported_flag.strip()[:20],
+            )
         )
     if errors:
         raise FieldError(errors)
@@ -225,6 +250,53 @@ def lab_results_record(
     """Record the posted results as new versions (see the module docstring). 400 naming
     `results.<i>.test|analyte|value|unit`, `performed_at`, `performer`, `status` or `reason`; 409
     invalid_state on a cancelled order, and for a preliminary or final result over a final one."""
+    return _record(
+        lambda: locks.lab_order_lock(order_id=order.pk, with_patient=True),
+        results=results,
+        performed_at=performed_at,
+        performer=performer,
+        status=status,
+        reason=reason,
+        recorded_by=recorded_by,
+    )
+
+
+@transaction.atomic
+def lab_results_record_at_branches(
+    *,
+    order_id: uuid.UUID,
+    branch_ids: Collection[uuid.UUID],
+    results: Sequence[ResultInput],
+    performed_at: datetime,
+    performer: str,
+    status: str,
+    reason: str = "",
+    recorded_by: str = "system",
+) -> LabOrder:
+    """lab_results_record for a channel bound to some branches (a registered HL7 sender, CONTRACT section 19):
+    the order is locked only when it is at one of `branch_ids` (LabOrder.DoesNotExist otherwise, as for an
+    order that does not exist)."""
+    return _record(
+        lambda: locks.lab_order_lock_at_branches(order_id=order_id, branch_ids=branch_ids),
+        results=results,
+        performed_at=performed_at,
+        performer=performer,
+        status=status,
+        reason=reason,
+        recorded_by=recorded_by,
+    )
+
+
+def _record(
+    lock: Callable[[], LabOrder],
+    *,
+    results: Sequence[ResultInput],
+    performed_at: datetime,
+    performer: str,
+    status: str,
+    reason: str,
+    recorded_by: str,
+) -> LabOrder:
     reason, performer = reason.strip(), performer.strip()
     errors: dict[str, str] = {}
     if status not in ResultStatus.values:
@@ -237,7 +309,7 @@ def lab_results_record(
         errors["performed_at"] = "Cannot be in the future."
     if not results:
         errors["results"] = "Post at least one result."
-    order = locks.lab_order_lock(order_id=order.pk, with_patient=True)
+    order = lock()
     if order.status not in RECORDABLE:
         raise InvalidState(f"Cannot record results on an order that is {order.status}.", current_status=order.status)
     if "performed_at" not in errors and performed_at < order.created_at - CLOCK_TOLERANCE:
@@ -269,11 +341,15 @@ def lab_results_record(
                 version=entry.earlier.version + 1 if entry.earlier is not None else 1,
                 status=status,
                 value_quantity=entry.parsed.quantity,
+                comparator=entry.parsed.comparator,
+                value_quantity_high=entry.parsed.high,
                 value_text=entry.parsed.text,
                 unit=entry.parsed.unit,
                 flag=meaning.flag,
                 reference_low=meaning.reference_low,
                 reference_high=meaning.reference_high,
+                reported_range=entry.reported_range,
+                reported_flag=entry.reported_flag,
                 note=entry.note,
                 reason=reason[:500] if status == ResultStatus.AMENDED else "",
                 performed_at=performed_at,

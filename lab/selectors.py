@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from django.contrib.postgres.fields import ArrayField
 from django.db.models import (
     CharField,
     DateField,
     DateTimeField,
     Exists,
+    Expression,
     F,
     Func,
     OuterRef,
@@ -27,7 +30,7 @@ from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
 from clinic.models import Branch
-from clinic.query_plans import QueryPlan, Slot, grouped, prefetched
+from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
 from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
@@ -268,6 +271,66 @@ def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
     allowed = client_branch_ids(client)
     results = LabResult.objects.filter(current=True)
     return results if allowed is None else results.filter(item__order__branch_id__in=allowed)
+
+
+# --- Items for the HL7 results channel (integrations.hl7, through lab.ports) ---------------------------------
+
+
+def lab_items_at_branches(branches: Expression | Sequence[uuid.UUID]) -> QuerySet[LabOrderItem]:
+    """The access chokepoint for a channel bound to branches (a registered HL7 sender, CONTRACT section 19):
+    the items of orders at those branches only, so an order elsewhere is never loaded (and is answered as one
+    that does not exist). `branches` is a list of branch ids, or a plan's Slot holding one."""
+    return LabOrderItem.objects.filter(AnyOf(F("order__branch_id"), branches))
+
+
+# Precompiled: every ORU message looks its order item up by accession number.
+_ITEM_AT_BRANCHES_BY_ACCESSION = QueryPlan(
+    lambda: (
+        lab_items_at_branches(Slot("branches", ArrayField(UUIDField())))
+        .select_related("test", "order__patient")
+        .filter(accession_number=Slot("accession", CharField()))
+    )
+)
+_TEST_ANALYTES = QueryPlan(
+    lambda: Analyte.objects.filter(test_id=Slot("test", UUIDField())).order_by("position", "code", "id")
+)
+
+
+def lab_item_for_report(
+    *,
+    branch_ids: Sequence[uuid.UUID],
+    accession_numbers: Sequence[str],
+    order_numbers: Sequence[str] = (),
+    test_identifiers: Sequence[str] = (),
+) -> LabOrderItem | None:
+    """The order item a laboratory reports on, at one of `branch_ids` only, with its test and its order's
+    patient: the first of `accession_numbers` that is one, else the item of one of `order_numbers` whose test
+    has one of `test_identifiers` as its code (any case) or its LOINC code. Blank numbers are skipped."""
+    branches = list(branch_ids)
+    for number in dict.fromkeys(accession_numbers):
+        if number:
+            found = _ITEM_AT_BRANCHES_BY_ACCESSION.fetch(branches=branches, accession=number)
+            if found:
+                return found[0]
+    numbers = [number for number in dict.fromkeys(order_numbers) if number]
+    tests = [code for code in dict.fromkeys(test_identifiers) if code]
+    if not numbers or not tests:
+        return None
+    by_test = Q()
+    for code in tests:
+        by_test |= Q(test__code__iexact=code) | Q(test__loinc_code=code)
+    return (
+        lab_items_at_branches(branches)
+        .select_related("test", "order__patient")
+        .filter(by_test, order__order_number__in=numbers)
+        .order_by("position", "id")
+        .first()
+    )
+
+
+def lab_test_analytes(test_id: uuid.UUID) -> list[Analyte]:
+    """A catalogue test's analytes by position (the catalogue is the same at every branch)."""
+    return _TEST_ANALYTES.fetch(test=test_id)
 
 
 # --- The imaging worklist (integrations.dicom) --------------------------------------------------------------

@@ -35,6 +35,19 @@ def escape(text: str) -> str:
     return "".join(out)
 
 
+def _unescaped(code: str) -> str:
+    """One escape's text: a delimiter, or (FT formatting, section 2.7.6) a line break for `.br`, `.sp` (as
+    many as it says) and `.ce`; highlighting, indents and hexadecimal data are dropped."""
+    if code in _UNESCAPES:
+        return _UNESCAPES[code]
+    if code in (".br", ".ce"):
+        return "\n"
+    if code.startswith(".sp"):
+        count = code[3:].strip().lstrip("+")
+        return "\n" * (min(int(count), 10) if count.isdigit() and int(count) > 0 else 1)
+    return ""
+
+
 def unescape(text: str) -> str:
     if "\\" not in text:
         return text
@@ -43,8 +56,7 @@ def unescape(text: str) -> str:
         ch = text[i]
         end = text.find("\\", i + 1) if ch == "\\" else -1
         if end > i:
-            code = text[i + 1 : end]
-            out.append(_UNESCAPES.get(code, "\n" if code == ".br" else ""))
+            out.append(_unescaped(text[i + 1 : end]))
             i = end + 1
         else:
             out.append(ch)

@@ -26,6 +26,7 @@ from hl7apy.v2_5_1.datatypes import DATATYPES_STRUCTS
 from hl7apy.validation import Validator
 
 from integrations.hl7.listener import Listener
+from integrations.hl7.models import Hl7Sender
 from integrations.hl7.workers import WorkerPool
 from lab import services
 from lab.models import Priority, RangeSex, ReferenceRange
@@ -192,12 +193,23 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> None:
 
 
 def lab_world() -> dict[str, Any]:
-    """BLR with a CBC (HGB, PLT with ranges and critical limits) and a chest X-ray; a collected order."""
+    """BLR with a CBC (HGB, PLT with ranges and critical limits) and a chest X-ray; a collected order. The
+    HL7 senders registered so far report for BLR (a sender reaches only its branches' orders)."""
     blr = BranchFactory(code="BLR", state="Karnataka", time_zone="Asia/Kolkata")
+    for sender in Hl7Sender.objects.all():
+        sender.branches.add(blr)
     cbc = LabTestFactory(code="CBC", name="Complete blood count")
-    hgb = AnalyteFactory(test=cbc, code="HGB", unit="g/dL", critical_low=D("7"), critical_high=D("20"), position=0)
+    hgb = AnalyteFactory(
+        test=cbc, code="HGB", loinc_code="718-7", unit="g/dL", critical_low=D("7"), critical_high=D("20"), position=0
+    )
     plt = AnalyteFactory(
-        test=cbc, code="PLT", unit="10*3/uL", critical_low=D("20"), critical_high=D("1000"), position=1
+        test=cbc,
+        code="PLT",
+        loinc_code="777-3",
+        unit="10*3/uL",
+        critical_low=D("20"),
+        critical_high=D("1000"),
+        position=1,
     )
     ReferenceRange.objects.create(analyte=hgb, sex=RangeSex.ANY, age_min_days=0, low=D("12"), high=D("15.5"))
     ReferenceRange.objects.create(analyte=plt, sex=RangeSex.ANY, age_min_days=0, low=D("150"), high=D("450"))

@@ -26,7 +26,7 @@ class DicomCallingAEForm(forms.ModelForm):
         fields = ["ae_title", "branch", "networks", "any_address", "active", "description"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if not cleaned.get("networks") and not cleaned.get("any_address"):
             self.add_error("networks", "Give the addresses the modality connects from, or tick 'any address'.")
         return cleaned

@@ -20,7 +20,7 @@ AE_TITLE_PATTERN = r"^[!-Z^-~][ -Z^-~]{0,15}$"
 class DicomCallingAE(models.Model):
     """A modality (or any DICOM client) allowed to associate with the worklist: its calling AE title, the
     branch whose scheduled items it sees and whose procedures it reports, and the addresses it may connect
-    from (CONTRACT section 19). Any other calling AE title, or this one from another address, is rejected at
+    from. Any other calling AE title, or this one from another address, is rejected at
     association. `any_address` lifts the address check; it must be chosen explicitly and the admin flags it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

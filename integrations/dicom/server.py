@@ -11,9 +11,7 @@ only, never a patient's data) and answered as a processing failure, and the serv
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 import threading
 from collections.abc import Iterator
 from typing import Any, cast
@@ -25,14 +23,13 @@ from pydicom.dataset import Dataset
 from pynetdicom import AE, _config, evt
 from pynetdicom import dimse_messages as pynetdicom_dimse_messages
 from pynetdicom import service_class as pynetdicom_service_class
-from pynetdicom.transport import ThreadedAssociationServer
 
 from clinic.errors import Conflict, InvalidState, NotFound
+from integrations.dicom.admission import Admission, Limits, PeerSocket, WorklistServer
 from integrations.dicom.encoding import EncodedAnswer
 from integrations.dicom.selectors import Caller, calling_ae_allowed
 from integrations.dicom.worklist import QueryError, answer_elements, query_from_identifier, requested_keys
-from lab.procedures import imaging_procedure_finish, imaging_procedure_start
-from lab.selectors import imaging_worklist
+from lab.ports import imaging_procedure_finish, imaging_procedure_start, imaging_worklist
 
 logger = logging.getLogger("integrations.dicom")
 
@@ -72,8 +69,28 @@ def _failure(status: int, comment: str, error_id: int | None = None) -> Dataset:
     return answer
 
 
-def handle_requested(event: Any) -> None:
-    """Reject (permanent, calling AE title not recognised) any association from a caller not allowed."""
+# A-ASSOCIATE-RJ (result, source, reason) of PS3.8 9.3.4.
+CALLING_AE_NOT_RECOGNISED = (0x01, 0x01, 0x03)
+CALLED_AE_NOT_RECOGNISED = (0x01, 0x01, 0x07)
+LOCAL_LIMIT_EXCEEDED = (0x02, 0x03, 0x02)
+
+
+def _reject(event: Any, reason: tuple[int, int, int], message: str) -> None:
+    logger.info(message, extra={"calling_ae": _calling_ae_title(event), "address": str(event.assoc.requestor.address)})
+    event.assoc.acse.send_reject(*reason)
+    # As pynetdicom's own rejections do: wait until the DUL has sent the A-ASSOCIATE-RJ (and the peer
+    # closed or the ARTIM timer expired), or the socket would be shut before the rejection leaves.
+    event.assoc.kill()
+
+
+def handle_requested(event: Any, admission: Admission) -> None:
+    """Reject (permanent) a request that calls another AE title than ours, or from a calling AE title not
+    allowed from that address; then (transient, local limit exceeded) one over the association limits of its
+    address or of the server. Only a request that passes takes an association slot (integrations.dicom.admission)."""
+    called = str(event.assoc.requestor.primitive.called_ae_title).strip()
+    if called != str(event.assoc.acceptor.ae_title).strip():
+        _reject(event, CALLED_AE_NOT_RECOGNISED, "dicom association rejected: called AE title not recognised")
+        return
     try:
         close_old_connections()
         allowed = _caller(event) is not None
@@ -83,14 +100,11 @@ def handle_requested(event: Any) -> None:
     finally:
         connection.close()
     if not allowed:
-        logger.info(
-            "dicom association rejected",
-            extra={"calling_ae": _calling_ae_title(event), "address": str(event.assoc.requestor.address)},
-        )
-        event.assoc.acse.send_reject(0x01, 0x01, 0x03)
-        # As pynetdicom's own rejections do: wait until the DUL has sent the A-ASSOCIATE-RJ (and the peer
-        # closed or the ARTIM timer expired), or the socket would be shut before the rejection leaves.
-        event.assoc.kill()
+        _reject(event, CALLING_AE_NOT_RECOGNISED, "dicom association rejected: calling AE title not recognised")
+        return
+    sock = event.assoc.dul.socket.socket
+    if isinstance(sock, PeerSocket) and not admission.admit(sock):
+        _reject(event, LOCAL_LIMIT_EXCEEDED, "dicom association rejected: association limit reached")
 
 
 def handle_association_end(event: Any) -> None:
@@ -198,8 +212,11 @@ def handle_n_set(event: Any) -> tuple[int | Dataset, Dataset | None]:
     return SUCCESS, answer
 
 
+def handlers(admission: Admission) -> list[Any]:
+    return [(evt.EVT_REQUESTED, handle_requested, [admission]), *HANDLERS]
+
+
 HANDLERS: list[Any] = [
-    (evt.EVT_REQUESTED, handle_requested),
     (evt.EVT_RELEASED, handle_association_end),
     (evt.EVT_ABORTED, handle_association_end),
     (evt.EVT_C_ECHO, handle_echo),
@@ -267,59 +284,41 @@ def _encoding_install() -> None:
         pynetdicom_dimse_messages.encode = _command_encode
 
 
+def worklist_limits() -> Limits:
+    return Limits(
+        artim_seconds=settings.DICOM_ARTIM_TIMEOUT_SECONDS,
+        idle_seconds=settings.DICOM_IDLE_TIMEOUT_SECONDS,
+        per_address=settings.DICOM_MAX_ASSOCIATIONS_PER_ADDRESS,
+        total=settings.DICOM_MAX_ASSOCIATIONS,
+    )
+
+
 def worklist_ae(ae_title: str) -> AE:
     _library_settings()
     _encoding_install()
     ae = AE(ae_title=ae_title)
     for context in (VERIFICATION, MODALITY_WORKLIST_FIND, MODALITY_PERFORMED_PROCEDURE_STEP):
         ae.add_supported_context(context)
-    timeout = settings.DICOM_TIMEOUT_SECONDS
-    ae.acse_timeout = ae.dimse_timeout = ae.network_timeout = timeout
-    ae.maximum_associations = settings.DICOM_MAX_ASSOCIATIONS
-    # Modalities call us by our title, but many are configured loosely: the calling AE is what is checked.
-    ae.require_called_aet = False
+    # ACSE: the ARTIM timer (waiting for a request, a release response, the peer's close after a rejection);
+    # network: an established association silent this long is aborted; DIMSE: waiting inside a message.
+    ae.acse_timeout = settings.DICOM_ARTIM_TIMEOUT_SECONDS
+    ae.network_timeout = settings.DICOM_IDLE_TIMEOUT_SECONDS
+    ae.dimse_timeout = settings.DICOM_TIMEOUT_SECONDS
+    # pynetdicom counts every socket's thread as an association; the admission counts admitted requests only
+    # (handle_requested), so its own count must never bind first.
+    ae.maximum_associations = 1_000_000
+    ae.require_called_aet = True  # handle_requested answers first; this is pynetdicom's own check behind it
     return ae
 
 
-class _QuickAckSocket(socket.socket):
-    """Acknowledges what it receives at once (TCP_QUICKACK, renewed after each read: Linux drops back to
-    delayed ACKs on its own). A modality that leaves Nagle's algorithm on, as DCMTK's findscu does unless
-    TCP_NODELAY is set in its environment, sends a C-FIND request as two writes (the command, then the
-    identifier) and holds the second until the first is acknowledged: with our delayed ACK (40 ms) every query
-    took 50 ms more (measured with findscu: 52 ms for one item, 10 ms with quick ACKs)."""
-
-    def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        data = super().recv(bufsize, flags)
-        with contextlib.suppress(OSError):
-            self.setsockopt(socket.IPPROTO_TCP, TCP_QUICKACK, 1)
-        return data
-
-
-TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", 12)  # Linux's value; the option is Linux's own
-
-
-class _NoDelayServer(ThreadedAssociationServer):
-    """Sends each PDU at once (TCP_NODELAY): a C-FIND answer is several small writes (the pending response's
-    command, its identifier, then the final status), which Nagle's algorithm held back until the peer's
-    delayed ACK, adding ~40 ms per stall (a one-item C-FIND took 100 ms, its handler 5 ms). And acknowledges
-    at once what it receives (_QuickAckSocket), for modalities that leave Nagle's algorithm on."""
-
-    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
-        client, address = super().get_request()
-        if type(client) is not socket.socket:  # TLS (a wrapped socket, pynetdicom's ssl_context): no quick ACKs
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return client, address
-        quick = _QuickAckSocket(client.family, client.type, client.proto, fileno=client.detach())
-        quick.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with contextlib.suppress(OSError):
-            quick.setsockopt(socket.IPPROTO_TCP, TCP_QUICKACK, 1)
-        return quick, address
-
-
-def worklist_serve(*, host: str, port: int, ae_title: str) -> ThreadedAssociationServer:
-    """Start serving on (host, port) in a thread; the returned server's shutdown() stops it."""
-    ae = worklist_ae(ae_title)
-    server = ae.make_server((host, port), evt_handlers=HANDLERS, server_class=_NoDelayServer)
+def worklist_serve(*, host: str, port: int, ae_title: str | None = None) -> WorklistServer:
+    """Start serving on (host, port) in a thread as `ae_title` (the DICOM_AE_TITLE setting when None); the
+    returned server's shutdown() stops it."""
+    ae = worklist_ae(ae_title or settings.DICOM_AE_TITLE)
+    admission = Admission(worklist_limits())
+    server = ae.make_server(
+        (host, port), evt_handlers=handlers(admission), server_class=WorklistServer, admission=admission
+    )
     threading.Thread(target=server.serve_forever, name="dicom-worklist-acceptor", daemon=True).start()
     ae._servers.append(server)  # as AE.start_server does: the server's shutdown() removes itself from there
-    return cast(ThreadedAssociationServer, server)
+    return cast(WorklistServer, server)

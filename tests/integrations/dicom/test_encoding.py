@@ -144,16 +144,16 @@ def test_accepted_connections_send_and_acknowledge_at_once() -> None:
     algorithm on: without it each of its C-FIND requests waited for our delayed ACK."""
     import socket
 
-    from integrations.dicom.server import TCP_QUICKACK, _NoDelayServer, _QuickAckSocket
+    from integrations.dicom.admission import TCP_QUICKACK, PeerSocket, WorklistServer
 
     listening = socket.create_server(("127.0.0.1", 0))
-    server = object.__new__(_NoDelayServer)
+    server = object.__new__(WorklistServer)
     server.socket = listening
-    server._ssl_context = None  # the attribute pynetdicom's get_request reads (no TLS here)
     with listening, socket.create_connection(listening.getsockname()) as modality:
         accepted, _ = server.get_request()
         with accepted:
-            assert isinstance(accepted, _QuickAckSocket)
+            assert isinstance(accepted, PeerSocket)
+            assert accepted.peer == "127.0.0.1"
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
             modality.sendall(b"A-ASSOCIATE")
             assert accepted.recv(64) == b"A-ASSOCIATE"

@@ -464,7 +464,7 @@ def _value(obx: _Obx, analyte: ports.OruAnalyte | None) -> _Value:
         assert analyte is not None
         shown = f"{first}{separator}{second}"
         kind = "a ratio" if separator in (":", "/") else "not a number or a range"
-        text = f"SN {shown} is {kind}; {analyte.code} is a quantity: send a number, >^n, <^n or ^low^-^high."
+        text = f"SN {shown} is {kind}; {analyte.code} is a quantity: send a number, a comparator and a number (>14) or a range (10-20)."
         raise Rejected("AE", [Problem("102", text, ("OBX", obx.number, 5))])
     if value_type == "ST":
         return _Value(er7.unescape(raw.split("~")[0]))

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.postgres.forms import SimpleArrayField
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
@@ -19,6 +20,7 @@ from integrations.hl7.kinds import EVENT_TYPE_CHOICES
 from integrations.hl7.messages import MessageBuildError, message_build
 from integrations.hl7.models import Hl7Attempt, Hl7Destination, Hl7Message, Hl7ReceivedMessage, Hl7Sender
 from integrations.hl7.outbox import message_replay
+from integrations.hl7.services import hl7_sender_identity_check
 
 
 class Hl7DestinationForm(forms.ModelForm):
@@ -53,14 +55,47 @@ class Hl7SenderForm(forms.ModelForm):
 
     class Meta:
         model = Hl7Sender
-        fields = ["name", "networks", "is_active"]
+        fields = [
+            "name",
+            "networks",
+            "branches",
+            "sending_application",
+            "sending_facility",
+            "default_charset",
+            "is_active",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("branches"):
+            self.add_error("branches", "Name at least one branch whose orders the sender reports on.")
+        application, facility = data.get("sending_application") or "", data.get("sending_facility") or ""
+        try:
+            # The same rule as create_hl7_sender: an identity is one sender's, whatever its case (CONTRACT 19).
+            hl7_sender_identity_check(application=application, facility=facility, exclude=self.instance)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field, messages)
+        return data
 
 
 class Hl7SenderAdmin(admin.ModelAdmin):
     form = Hl7SenderForm
-    list_display = ["name", "networks", "is_active"]
-    list_filter = ["is_active"]
-    search_fields = ["name"]
+    list_display = ["name", "networks", "identity", "branch_codes", "default_charset", "is_active"]
+    list_filter = ["is_active", "default_charset"]
+    search_fields = ["name", "sending_application", "sending_facility"]
+    filter_horizontal = ["branches"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Hl7Sender]:
+        return super().get_queryset(request).prefetch_related("branches")
+
+    @admin.display(description="MSH-3/MSH-4")
+    def identity(self, obj: Hl7Sender) -> str:
+        return "/".join((obj.sending_application or "*", obj.sending_facility or "*"))
+
+    @admin.display(description="branches")
+    def branch_codes(self, obj: Hl7Sender) -> str:
+        return ", ".join(sorted(branch.code for branch in obj.branches.all()))
 
 
 class Hl7AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -130,14 +165,17 @@ class Hl7MessageAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmi
 
 
 class Hl7ReceivedMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["control_id", "sending_application", "sending_facility", "message_type", "peer", "received_at"]
-    list_filter = ["sending_application", "message_type"]
-    search_fields = ["=control_id"]
+    list_display = ["control_id", "sender", "sending_application", "sending_facility", "peer", "received_at"]
+    list_filter = ["sender", "message_type"]
+    list_select_related = ["sender"]
+    search_fields = ["=control_id", "=content_sha256"]
     show_full_result_count = False
     fields = readonly_fields = (
+        "sender",
         "sending_application",
         "sending_facility",
         "control_id",
+        "content_sha256",
         "message_type",
         "order_ids",
         "peer",

@@ -14,18 +14,21 @@ from datetime import datetime
 # HL7 v2 results (integrations.hl7): the section at the end
 from lab import results as lab_results
 from lab import selectors as lab_selectors
-from lab.models import LabOrder, TestKind
+from lab.models import ItemStatus, LabOrder, Priority, TestKind  # ItemStatus, Priority: the DICOM worklist's
 
-# DICOM Modality Worklist and MPPS (integrations.dicom)
+# DICOM Modality Worklist and MPPS (integrations.dicom): the query and entry types, the item statuses and
+# order priorities the worklist translates (plain string choices), the worklist read and the procedure steps.
 from lab.procedures import imaging_procedure_finish, imaging_procedure_start
 from lab.selectors import TextMatch, WorklistEntry, WorklistQuery, imaging_worklist
 
 # HL7 v2 results (integrations.hl7): below.
 
 __all__ = [
+    "ItemStatus",
     "OruAnalyte",
     "OruOrderUnknown",
     "OruTarget",
+    "Priority",
     "ResultInput",
     "TextMatch",
     "WorklistEntry",

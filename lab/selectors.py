@@ -373,6 +373,9 @@ class WorklistQuery:
     time_from: time | None = None
     time_to: time | None = None
     statuses: tuple[str, ...] = WORKLIST_STATUSES
+    station_name: TextMatch | None = None
+    # A name query constraining only the ideographic or phonetic groups: names are stored alphabetic only.
+    nothing: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,12 +398,17 @@ class WorklistEntry:
     gender: str
     station_ae_title: str | None
     time_zone: str
+    patient_uuid: uuid.UUID
+    station_name: str | None
+    station_location: str | None
 
 
 def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]:
     """The open imaging items of one branch matching `query`, by scheduled time then id, at most `limit`: one
     query, which range-scans the partial index of open items by scheduled time (lab.models
     laborderitem_worklist) or finds the accession number by its unique index."""
+    if query.nothing:
+        return []
     stations = ImagingStation.objects.filter(
         branch_id=OuterRef("order__branch_id"), modality=OuterRef("test__modality")
     )
@@ -432,8 +440,14 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
             items = items.filter(local_time__lt=query.time_to)
     if query.station_ae_title is not None:
         items = items.filter(Exists(stations.filter(query.station_ae_title.lookup("ae_title"))))
+    if query.station_name is not None:
+        items = items.filter(Exists(stations.filter(query.station_name.lookup("name"))))
     rows = (
-        items.annotate(station=Subquery(stations.values("ae_title")[:1]))
+        items.annotate(
+            station=Subquery(stations.values("ae_title")[:1]),
+            station_name=Subquery(stations.values("name")[:1]),
+            station_location=Subquery(stations.values("location")[:1]),
+        )
         .order_by("scheduled_at", "id")
         .values_list(
             "id",
@@ -454,6 +468,9 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
             "order__patient__gender",
             "station",
             "order__branch__time_zone",
+            "order__patient_id",
+            "station_name",
+            "station_location",
         )[:limit]
     )
     return [WorklistEntry(*row) for row in rows]

@@ -24,6 +24,8 @@ Element = tuple[str, str | list[list["Element"]]]
 # PS3.5 7.1.2: in explicit VR these have a reserved 16-bit field and a 32-bit length.
 _LONG_LENGTH_VRS = frozenset({"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR", "UT", "UV"})
 _ITEM = b"\xfe\xff\x00\xe0"  # (FFFE,E000), little endian
+# Numbers in binary: the answers only ever hold them empty (zero length), written as empty text would be.
+_BINARY_VRS = frozenset({"US", "SS", "UL", "SL", "FL", "FD", "UV", "SV", "AT"})
 
 
 @cache
@@ -74,7 +76,8 @@ def elements_dataset(elements: list[Element]) -> Dataset:
     dataset = Dataset()
     for keyword, value in elements:
         if isinstance(value, str):
-            setattr(dataset, keyword, value)
+            # An empty binary value (US: Pregnancy Status) is None to pydicom, as it reads one.
+            setattr(dataset, keyword, None if not value and _tag_and_vr(keyword)[1] in _BINARY_VRS else value)
         else:
             setattr(dataset, keyword, Sequence([elements_dataset(item) for item in value]))
     return dataset

@@ -28,7 +28,13 @@ from clinic.errors import Conflict, InvalidState, NotFound
 from integrations.dicom.admission import Admission, Limits, PeerSocket, WorklistServer
 from integrations.dicom.encoding import EncodedAnswer
 from integrations.dicom.selectors import Caller, calling_ae_allowed
-from integrations.dicom.worklist import QueryError, answer_elements, query_from_identifier, requested_keys
+from integrations.dicom.worklist import (
+    QueryError,
+    answer_elements,
+    answers_alerts,
+    query_from_identifier,
+    requested_keys,
+)
 from lab.ports import imaging_procedure_finish, imaging_procedure_start, imaging_worklist
 
 logger = logging.getLogger("integrations.dicom")
@@ -126,7 +132,8 @@ def handle_find(event: Any) -> Iterator[tuple[int, Dataset | None]]:
         query = query_from_identifier(requested, branch_id=caller.branch_id, zone=caller.zone)
         entries = imaging_worklist(query, limit=settings.DICOM_WORKLIST_MAX_RESULTS)
         keys = requested_keys(requested)
-        answers = [EncodedAnswer(answer_elements(entry, keys)) for entry in entries]
+        alerts = answers_alerts(entries, keys)
+        answers = [EncodedAnswer(answer_elements(entry, keys, alerts)) for entry in entries]
     except QueryError as exc:
         logger.info("dicom c-find refused", extra={"reason": str(exc)})
         yield FIND_IDENTIFIER_MISMATCH, None

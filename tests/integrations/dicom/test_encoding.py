@@ -8,30 +8,19 @@ import uuid
 from datetime import UTC, date, datetime
 
 import pytest
+from pydicom.datadict import dictionary_VR
 from pydicom.dataset import Dataset
 from pydicom.filebase import DicomBytesIO
 from pynetdicom import service_class
 from pynetdicom.dsutils import decode, encode
 
+from integrations.dicom import worklist
 from integrations.dicom.encoding import EncodedAnswer, elements_dataset, elements_encode
 from integrations.dicom.server import _answer_encode, worklist_ae
 from integrations.dicom.worklist import answer_elements, requested_keys
-from lab.selectors import WorklistEntry
+from lab.ports import WorklistEntry
 
-EVERY_KEY = (
-    "PatientName",
-    "PatientID",
-    "PatientBirthDate",
-    "PatientSex",
-    "AccessionNumber",
-    "ReferringPhysicianName",
-    "RequestedProcedureID",
-    "RequestedProcedureDescription",
-    "RequestedProcedureCodeSequence",
-    "RequestedProcedurePriority",
-    "StudyInstanceUID",
-    "ScheduledProcedureStepSequence",
-)
+EVERY_KEY = tuple(worklist._VALUES)  # every return key of PS3.4 Table K.6-1 the worklist answers
 
 
 def entry(**changes: object) -> WorklistEntry:
@@ -54,6 +43,9 @@ def entry(**changes: object) -> WorklistEntry:
         "gender": "female",
         "station_ae_title": "BLR_DX1",
         "time_zone": "Asia/Kolkata",
+        "patient_uuid": uuid.UUID("6f1c5a0e-0000-4000-8000-0000000000aa"),
+        "station_name": "DX room 1",
+        "station_location": "RAD-1",
     }
     values.update(changes)
     return WorklistEntry(**values)  # type: ignore[arg-type]
@@ -62,7 +54,7 @@ def entry(**changes: object) -> WorklistEntry:
 def request(*keys: str) -> Dataset:
     requested = Dataset()
     for keyword in keys:
-        setattr(requested, keyword, "" if keyword != "ScheduledProcedureStepSequence" else [Dataset()])
+        setattr(requested, keyword, [Dataset()] if dictionary_VR(keyword) == "SQ" else None)
     return requested
 
 

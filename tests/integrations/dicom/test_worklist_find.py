@@ -32,6 +32,7 @@ ALL_KEYS = [
     f"{SPS}.ScheduledProcedureStepStartTime",
     f"{SPS}.ScheduledProcedureStepID",
     f"{SPS}.ScheduledProcedureStepDescription",
+    f"{SPS}.ScheduledProcedureStepStatus",
 ]
 
 
@@ -62,6 +63,7 @@ def test_a_ct_item_is_answered_with_every_worklist_attribute(world: DicomWorld, 
     )
     assert answer.StudyInstanceUID == study_instance_uid(item.id) == f"2.25.{item.id.int}"
     step = answer.ScheduledProcedureStepSequence[0]
+    assert {element.keyword for element in step} == {key.rpartition(".")[2] for key in ALL_KEYS if key.startswith(SPS)}
     assert step.ScheduledStationAETitle == "BLR_CT1"
     assert step.Modality == "CT"
     assert step.ScheduledProcedureStepStartDate == "20261201"

@@ -144,11 +144,17 @@ class LabResultVersion(TypedDict):
     version: int
     status: Annotated[str, models.ResultStatus]
     value_quantity: ResultValue
+    comparator: Annotated[
+        str | None, Doc("<, <=, > or >= before value_quantity (a laboratory's `>14`); null when it is the value.")
+    ]
+    value_quantity_high: Annotated[ResultValue, Doc("The high end when the laboratory reported a range (10-20).")]
     value_text: str | None
     unit: str | None
     flag: Annotated[str | None, Doc("N, L, H, LL or HH; null when no range applies.")]
     reference_low: Limit
     reference_high: Limit
+    reported_range: Annotated[str | None, Doc("The performing laboratory's own reference range, as it sent it.")]
+    reported_flag: Annotated[str | None, Doc("The performing laboratory's own abnormal flag, as it sent it.")]
     note: str | None
     reason: Annotated[str | None, Doc("Why an amended version replaced the one before.")]
     performed_at: Annotated[str, Format.DATE_TIME]
@@ -215,11 +221,15 @@ def _result_version(result: models.LabResult, zone: ZoneInfo) -> LabResultVersio
         "version": result.version,
         "status": result.status,
         "value_quantity": result.value_quantity,
+        "comparator": result.comparator or None,
+        "value_quantity_high": result.value_quantity_high,
         "value_text": result.value_text or None,
         "unit": result.unit or None,
         "flag": result.flag or None,
         "reference_low": result.reference_low,
         "reference_high": result.reference_high,
+        "reported_range": result.reported_range or None,
+        "reported_flag": result.reported_flag or None,
         "note": result.note or None,
         "reason": result.reason or None,
         "performed_at": _local(result.performed_at, zone),

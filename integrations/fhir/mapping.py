@@ -427,8 +427,16 @@ def observation(row: LabResult) -> dict[str, Any]:
         issued=row.recorded_at.astimezone(ZoneInfo("UTC")).isoformat(),
         performer=[{"display": row.performer}],
     )
-    if row.value_quantity is not None:
+    if row.value_quantity is not None and row.value_quantity_high is not None:
+        # An HL7 SN range (10-20, CONTRACT section 19) is a Range, not a Quantity.
+        resource["valueRange"] = {
+            "low": _quantity(row.value_quantity, row.unit),
+            "high": _quantity(row.value_quantity_high, row.unit),
+        }
+    elif row.value_quantity is not None:
         resource["valueQuantity"] = _quantity(row.value_quantity, row.unit)
+        if row.comparator:
+            resource["valueQuantity"]["comparator"] = row.comparator  # `>14` as the laboratory reported it
     else:
         resource["valueString"] = row.value_text
     if row.flag:
@@ -437,12 +445,14 @@ def observation(row: LabResult) -> dict[str, Any]:
         ]
     if row.note or row.reason:
         resource["note"] = [{"text": text} for text in (row.note, row.reason) if text]
-    if row.reference_low is not None or row.reference_high is not None:
+    if row.reference_low is not None or row.reference_high is not None or row.reported_range:
         bounds: dict[str, Any] = {}
         if row.reference_low is not None:
             bounds["low"] = _quantity(row.reference_low, row.unit)
         if row.reference_high is not None:
             bounds["high"] = _quantity(row.reference_high, row.unit)
+        if row.reported_range:
+            bounds["text"] = row.reported_range  # the performing laboratory's own range (OBX-7), as it wrote it
         resource["referenceRange"] = [bounds]
     return resource
 

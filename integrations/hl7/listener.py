@@ -8,6 +8,20 @@ frame must be complete within HL7_LISTENER_READ_TIMEOUT_SECONDS of its first byt
 start for the first one (slow-loris senders are closed); a frame over HL7_LISTENER_MAX_MESSAGE_BYTES gets an
 AR and the connection is closed; bytes outside a frame close it. Messages of one connection are answered in
 order. Nothing a sender sends can stop the listener: every handler error is caught and logged by ids.
+
+One sender can never delay or reset another's connection:
+- An address holds at most HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS connections (counted from accept, so
+  ones still being checked count too) and the listener HL7_LISTENER_MAX_CONNECTIONS in all; a connection
+  over either is closed at once, before any lookup, so a flood from one address costs a counter each and
+  cannot take the last slots of the total.
+- The allow-list lookup runs on a thread of its own, never on the threads that apply messages, and
+  connections arriving while one is under way share it: a flood of connections costs a lookup per lookup
+  time, never a queue in front of another sender's messages. Nothing is cached between lookups, so a
+  sender deactivated in the admin is refused from its next connection on.
+- Refusals are logged once per address and reason in REFUSAL_LOG_INTERVAL, with the count of those not
+  logged in between.
+- The accept backlog is large enough that a burst of connects does not make the kernel drop another
+  sender's SYN (a dropped SYN waits for the client's retransmission).
 """
 
 from __future__ import annotations
@@ -17,11 +31,14 @@ import contextlib
 import ipaddress
 import logging
 import signal
+import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import Error as DatabaseError
 
 from integrations.hl7 import inbound, mllp
 from integrations.hl7.models import Hl7Sender
@@ -29,35 +46,114 @@ from integrations.hl7.workers import WorkerLost, WorkerPool, executor_shutdown, 
 
 logger = logging.getLogger("integrations.hl7.listener")
 T = TypeVar("T")
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Connections the kernel queues before the loop accepts them (it caps this at net.core.somaxconn).
+ACCEPT_BACKLOG = 4096
+# One log entry per address and reason in this many seconds.
+REFUSAL_LOG_INTERVAL = 60.0
 
 
-def peer_allowed(address: str) -> bool:
+def peer_address(peername: Any) -> str:
+    """The peer's IP address as text, an IPv4-mapped IPv6 address as the IPv4 one (one sender, one count)."""
+    host = peername[0] if isinstance(peername, tuple) and peername else "?"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return str(host)
+    if ip.version == 6 and ip.ipv4_mapped:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def allowed_networks() -> list[Network]:
+    """The networks of the active senders (a database read)."""
+    networks: list[Network] = []
+    for texts in Hl7Sender.objects.filter(is_active=True).values_list("networks", flat=True):
+        for text in texts:
+            with contextlib.suppress(ValueError):
+                networks.append(ipaddress.ip_network(text, strict=False))
+    return networks
+
+
+def address_allowed(address: str, networks: list[Network]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
     if ip.version == 6 and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
-    for networks in Hl7Sender.objects.filter(is_active=True).values_list("networks", flat=True):
-        for network in networks:
-            try:
-                if ip in ipaddress.ip_network(network, strict=False):
-                    return True
-            except ValueError:
-                continue
-    return False
+    return any(ip.version == network.version and ip in network for network in networks)
+
+
+def peer_allowed(address: str) -> bool:
+    return address_allowed(address, allowed_networks())
+
+
+class AllowList:
+    """The active senders' networks, read on a thread of its own; callers arriving while a read is under way
+    share it (one read however many connections wait)."""
+
+    def __init__(self) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hl7-allow")
+        self._reading: asyncio.Future[list[Network]] | None = None
+
+    async def networks(self) -> list[Network]:
+        if self._reading is None or self._reading.done():
+            loop = asyncio.get_running_loop()
+            self._reading = loop.run_in_executor(self.executor, run_with_fresh_connection, allowed_networks)
+        # Shielded: a waiting connection that is cancelled must not cancel the read the others wait for.
+        return await asyncio.shield(self._reading)
+
+    def shutdown(self) -> None:
+        executor_shutdown(self.executor, 1)
+
+
+class RefusalLog:
+    """Refused connections logged once per address and reason per `interval`, with the number refused in
+    between, so a flood does not flood the log."""
+
+    MAX_KEYS = 4096
+
+    def __init__(self, interval: float = REFUSAL_LOG_INTERVAL) -> None:
+        self.interval = interval
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}  # (address, reason) -> (logged at, not logged)
+
+    def note(self, address: str, reason: str) -> None:
+        now = time.monotonic()
+        key = (address, reason)
+        logged_at, unlogged = self._last.get(key, (None, 0))
+        if logged_at is not None and now - logged_at < self.interval:
+            self._last[key] = (logged_at, unlogged + 1)
+            return
+        if len(self._last) >= self.MAX_KEYS:  # many addresses: forget the quiet ones
+            self._last = {k: v for k, v in self._last.items() if now - v[0] < self.interval}
+            if len(self._last) >= self.MAX_KEYS:
+                self._last.clear()
+        self._last[key] = (now, 0)
+        if unlogged:
+            logger.warning(
+                "HL7 connection from %s refused: %s (%d more since the last entry)", address, reason, unlogged
+            )
+        else:
+            logger.warning("HL7 connection from %s refused: %s", address, reason)
 
 
 class Listener:
     def __init__(self, *, host: str, port: int, threads: int = 4, pool: WorkerPool | None = None) -> None:
         self.host, self.port = host, port
         self.pool = pool
-        # With worker processes, this process's threads only check senders' addresses against the allow-list.
-        self.threads = threads if pool is None else 2
+        # With worker processes, the workers apply the messages and this process's one thread is idle.
+        self.threads = threads if pool is None else 1
         self.executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hl7")
+        self.allow_list = AllowList()
+        self.refusals = RefusalLog()
         self.max_bytes = settings.HL7_LISTENER_MAX_MESSAGE_BYTES
         self.read_timeout = float(settings.HL7_LISTENER_READ_TIMEOUT_SECONDS)
-        self.slots = asyncio.Semaphore(settings.HL7_LISTENER_MAX_CONNECTIONS)
+        self.max_connections = settings.HL7_LISTENER_MAX_CONNECTIONS
+        self.max_per_address = settings.HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS
+        self.open_by_address: Counter[str] = Counter()
+        self.open_total = 0
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
 
@@ -70,22 +166,36 @@ class Listener:
             return await self.pool.apply(payload, peer)
         return await self._run(inbound.message_handle, payload, peer=peer)
 
+    def _admit(self, peer: str) -> str:
+        """Count the connection in, or say why it is refused (no lookup: this runs for every connect)."""
+        if self.open_by_address[peer] >= self.max_per_address:
+            return f"{self.max_per_address} connections open from this address"
+        if self.open_total >= self.max_connections:
+            return f"{self.max_connections} connections open"
+        self.open_by_address[peer] += 1
+        self.open_total += 1
+        return ""
+
+    def _release(self, peer: str) -> None:
+        self.open_total -= 1
+        self.open_by_address[peer] -= 1
+        if self.open_by_address[peer] <= 0:
+            del self.open_by_address[peer]
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
             self.connections.add(task)
-        peer = (writer.get_extra_info("peername") or ("?",))[0]
+        peer = peer_address(writer.get_extra_info("peername"))
+        refused = self._admit(peer)
         try:
-            if self.slots.locked():
-                logger.warning(
-                    "HL7 connection from %s refused: %d connections open", peer, settings.HL7_LISTENER_MAX_CONNECTIONS
-                )
+            if refused:
+                self.refusals.note(peer, refused)
                 return
-            async with self.slots:
-                if not await self._run(peer_allowed, peer):
-                    logger.warning("HL7 connection from %s refused: not an allowed sender", peer)
-                    return
-                await self._serve(reader, writer, peer)
+            try:
+                await self._serve_allowed(reader, writer, peer)
+            finally:
+                self._release(peer)
         except Exception:
             logger.exception("HL7 connection from %s: error", peer)
         finally:
@@ -94,6 +204,17 @@ class Listener:
                 await writer.wait_closed()
             if task is not None:
                 self.connections.discard(task)
+
+    async def _serve_allowed(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
+        try:
+            networks = await self.allow_list.networks()
+        except DatabaseError as exc:  # the database is away: refused, one line, the sender retries
+            self.refusals.note(peer, f"the allow-list could not be read ({type(exc).__name__})")
+            return
+        if not address_allowed(peer, networks):
+            self.refusals.note(peer, "not an allowed sender")
+            return
+        await self._serve(reader, writer, peer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
         frames = mllp.FrameReader(self.max_bytes)
@@ -137,7 +258,9 @@ class Listener:
     async def start(self) -> None:
         if self.pool is not None:
             self.pool.start()
-        self.server = await asyncio.start_server(self._connection, self.host, self.port, limit=65536)
+        self.server = await asyncio.start_server(
+            self._connection, self.host, self.port, limit=65536, backlog=ACCEPT_BACKLOG
+        )
         sockets = self.server.sockets or ()
         if sockets:
             self.port = sockets[0].getsockname()[1]
@@ -154,6 +277,7 @@ class Listener:
         if self.pool is not None:
             await self.pool.stop()
         executor_shutdown(self.executor, self.threads)
+        self.allow_list.shutdown()
 
     async def serve_until_stopped(self, stopped: asyncio.Event) -> None:
         await self.start()

@@ -6,7 +6,7 @@ ORM^O01 (NW or CA per item) from `order`. Identifiers: PID-3 is the clinic's pat
 assigning authority the sending facility); an item's placer order number (ORC-2, OBR-2) is its accession
 number, which is what an ORU must quote back; ORC-4 (placer group number) is the order number.
 
-CONTRACT section 19 fixes the fields real receivers read:
+The fields real receivers read:
 - OBR-4 is our catalogue code first (`^L`), LOINC as the alternate triplet (`^LN`): receivers that mapped
   our codes keep matching on OBR-4.1, and an interface engine (Mirth, HAPI) that maps on LOINC finds it in
   OBR-4.4 as the HL7 laboratory implementation guides place a standard code beside a local one.

@@ -35,7 +35,7 @@ class DicomCallingAEForm(forms.ModelForm):
 @admin.display(description="addresses", ordering="any_address")
 def addresses(entry: DicomCallingAE) -> str:
     if entry.any_address:
-        return format_html('<strong style="color:#ba2121">⚠ ANY ADDRESS</strong>')
+        return format_html('<strong style="color:#ba2121">{}</strong>', "⚠ ANY ADDRESS")
     return ", ".join(entry.networks)
 
 

@@ -86,10 +86,6 @@ def address_allowed(address: str, networks: list[Network]) -> bool:
     return any(ip.version == network.version and ip in network for network in networks)
 
 
-def peer_allowed(address: str) -> bool:
-    return address_allowed(address, allowed_networks())
-
-
 class AllowList:
     """The active senders' networks, read on a thread of its own; callers arriving while a read is under way
     share it (one read however many connections wait)."""

@@ -418,4 +418,8 @@ def test_every_message_kind_passes_strict_hl7apy_2_5_1_validation(event_type: st
         assert zds_validate(zds, application="CLINIC") == study_instance_uid(item.id)
     else:
         assert z_segments == []
-    assert "Dr" not in field(segments(text, "PID")[0], "pid_5")
+    if event_type.startswith("patient."):
+        assert segments(text, "PID")[0].split("|")[13].endswith("~^NET^Internet^ananya@example.in")
+    else:  # the doctor in SCH-16 and AIP-3, or ORC-12 and OBR-16
+        fields = [f for line in text.split("\r") for f in line.split("|")]
+        assert fields.count(f"{w['doctor'].id}^Rao^Asha^^^Dr") == 2

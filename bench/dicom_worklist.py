@@ -9,7 +9,13 @@ The server runs as production runs it (`manage.py dicom_worklist`, its own proce
 findscu (C++, as a modality; one process and one association per query, so its time includes the process
 start, the association and its release), and a pynetdicom SCU on one association (Python on both ends: each
 answer is encoded, polled for and decoded by pynetdicom's reactors). Each query shape is timed from the
-request to the last answer. Writes bench/results/dicom_worklist.{md,json}.
+request to the last answer.
+
+Then the attack of issue 32: `--idle` (50) plain TCP connections that never send an association request, from
+as many loopback addresses (127.0.0.2 and up), each reopened as soon as the server closes it (an attacker
+reconnecting), while the registered modality (127.0.0.1) opens a new association for each C-ECHO and for each
+one-item C-FIND, with pynetdicom and with DCMTK's echoscu/findscu (processes: their start included). Target:
+each served within 1 s. Writes bench/results/dicom_worklist.{md,json}.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ def generate(items: int) -> None:
             )
         )
         ImagingStation.objects.create(branch=branch, modality=modality, ae_title=f"BLR_{modality}1")
-    DicomCallingAE.objects.create(ae_title="BLR_CT1", branch=branch)
+    DicomCallingAE.objects.create(ae_title="BLR_CT1", branch=branch, networks=["127.0.0.1"])
     patients = Patient.objects.bulk_create(
         [PatientFactory.build(registration_branch=branch, patient_id=f"BLR-{n:06d}") for n in range(1000)]
     )
@@ -176,6 +182,7 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--database", default="clinic_dicom_bench")
+    parser.add_argument("--idle", type=int, default=50, help="idle connections held open during the attack runs")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
     os.environ["DEBUG"] = "false"  # as production runs: no query log kept per connection
@@ -214,7 +221,7 @@ def main() -> int:
     from integrations.dicom.encoding import elements_encode
     from integrations.dicom.selectors import calling_ae_allowed
     from integrations.dicom.worklist import answer_elements, query_from_identifier, requested_keys
-    from lab.selectors import imaging_worklist
+    from lab.ports import imaging_worklist
 
     rows: list[dict[str, Any]] = []
     for label, identifier in shapes.items():
@@ -316,6 +323,7 @@ def main() -> int:
             row["answers"] = answers[-1]
             rows.append(row)
             print(row)
+        rows += under_idle_connections(port, args.idle, min(args.runs, 50), shapes["accession number"], sample)
     finally:
         server.terminate()
         server.wait(20)
@@ -323,6 +331,105 @@ def main() -> int:
     with (RESULTS / "dicom_worklist.plan.txt").open("w") as out:
         out.write("\n".join(plan) + "\n")
     return 0
+
+
+class IdleAttacker:
+    """`count` connections that never send a byte, one per loopback address from 127.0.0.2, each reopened as
+    soon as the server closes it, until stopped."""
+
+    def __init__(self, port: int, count: int) -> None:
+        import threading
+
+        self.port, self.count = port, count
+        self.sockets: dict[int, socket.socket] = {}
+        self.reopened = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self, number: int) -> None:
+        idle = socket.socket()
+        idle.bind((f"127.0.{2 + number // 250}.{2 + number % 250}", 0))
+        idle.connect(("127.0.0.1", self.port))
+        self.sockets[number] = idle
+
+    def __enter__(self) -> IdleAttacker:
+        # Its own process: the attacker's reconnecting must not take the measured client's interpreter.
+        import multiprocessing
+
+        self._process = multiprocessing.get_context("fork").Process(target=self._attack, daemon=True)
+        self._process.start()
+        time.sleep(1)
+        return self
+
+    def _attack(self) -> None:
+        for number in range(self.count):
+            self._open(number)
+        self._thread.start()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import select
+
+        while not self._stop.is_set():
+            readable, _, _ = select.select(list(self.sockets.values()), [], [], 0.05)
+            for number, idle in list(self.sockets.items()):
+                if idle in readable:  # closed by the server (ARTIM or evicted): come back at once
+                    idle.close()
+                    self._open(number)
+                    self.reopened += 1
+                    if self.reopened % 1000 == 0:
+                        print(f"idle connections reopened after the server closed them: {self.reopened}")
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        self._process.join(10)
+
+
+def under_idle_connections(port: int, idle: int, runs: int, one_item: Any, sample: Any) -> list[dict[str, Any]]:
+    """A new association per C-ECHO and per one-item C-FIND (pynetdicom, echoscu, findscu) while `idle`
+    connections are held open against the worklist."""
+    from pynetdicom import AE
+    from pynetdicom.sop_class import ModalityWorklistInformationFind, Verification  # type: ignore[attr-defined]
+
+    ae = AE(ae_title="BLR_CT1")
+    ae.add_requested_context(Verification)
+    ae.add_requested_context(ModalityWorklistInformationFind)
+
+    def echo() -> None:
+        assoc = ae.associate("127.0.0.1", port, ae_title="CLINIC_MWL")
+        assert assoc.is_established, "C-ECHO association refused"
+        assert assoc.send_c_echo().Status == 0
+        assoc.release()
+
+    def find() -> None:
+        assoc = ae.associate("127.0.0.1", port, ae_title="CLINIC_MWL")
+        assert assoc.is_established, "C-FIND association refused"
+        found = [s for s, _ in assoc.send_c_find(one_item, ModalityWorklistInformationFind) if s.Status == 0xFF00]
+        assert len(found) == 1
+        assoc.release()
+
+    def echoscu() -> None:
+        command = ["echoscu", "-aet", "BLR_CT1", "-aec", "CLINIC_MWL", "127.0.0.1", str(port)]
+        subprocess.run(command, capture_output=True, timeout=60, check=True)
+
+    def findscu() -> None:
+        command = findscu_command(port, {"AccessionNumber": sample.accession_number}, {})
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+        assert (done.stdout + done.stderr).count("(Pending)") == 1
+
+    rows = []
+    with IdleAttacker(port, idle):
+        for label, call in (
+            ("C-ECHO (pynetdicom, new association)", echo),
+            ("C-FIND one item (pynetdicom, new association)", find),
+            ("echoscu (process)", echoscu),
+            ("findscu one item (process)", findscu),
+        ):
+            row = measure(f"{idle} idle connections: {label}", call, runs)
+            row["max_ms"] = row["p99_ms"]
+            rows.append(row)
+            print(row)
+    return rows
 
 
 if __name__ == "__main__":

@@ -16,9 +16,12 @@ TCP connections that never send anything held every association slot. Here inste
   address and `DICOM_MAX_ASSOCIATIONS` in all; over either, the request is rejected as transient, local limit
   exceeded (PS3.8 9.3.4: result 2, source 3, reason 2). A slot is freed when the socket closes.
 - Connections per peer address are bounded at accept (twice its association limit, so the association over
-  the limit still gets its A-ASSOCIATE-RJ), and the lobby holds at most `DICOM_MAX_ASSOCIATIONS` sockets.
-  When a bound is reached the OLDEST socket still waiting in the lobby is closed, not the newcomer: a
-  modality sends its request as soon as it connects, so sockets that never send one cannot keep it out.
+  the limit still gets its A-ASSOCIATE-RJ), and the lobby holds a bounded number of sockets (a file
+  descriptor each, no thread: sixteen times `DICOM_MAX_ASSOCIATIONS`). When a bound is reached a socket
+  still waiting in the lobby is closed, not the newcomer: the oldest from an address outside every registered
+  calling AE's networks, else the oldest. A modality sends its request as soon as it connects, and a peer
+  cannot forge a TCP source address, so sockets that never send a request cannot keep a registered modality
+  out, even reconnecting as fast as they are closed.
 - Once associated, a peer silent for `DICOM_IDLE_TIMEOUT_SECONDS` is aborted (pynetdicom's network timeout),
   and a socket read or write blocked that long fails (a peer stalling inside a PDU).
 
@@ -40,9 +43,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from pynetdicom.transport import ThreadedAssociationServer
 
-from integrations.dicom.selectors import peer_address
+from integrations.dicom.selectors import peer_address, registered_networks
 
 logger = logging.getLogger("integrations.dicom")
 
@@ -51,6 +55,7 @@ _ASSOCIATE_RQ = 0x01
 # An A-ASSOCIATE-RQ is a few hundred bytes to a few kilobytes (one item per presentation context); a longer
 # one is handed over once this much is buffered (pynetdicom reads the rest).
 _LOBBY_PEEK_BYTES = 65536
+_REGISTERED_REFRESH_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class Limits:
     @property
     def connections_per_address(self) -> int:
         return 2 * self.per_address
+
+    @property
+    def lobby_capacity(self) -> int:
+        return 16 * self.total
 
 
 class PeerSocket(socket.socket):
@@ -77,6 +86,7 @@ class PeerSocket(socket.socket):
 
     peer: str
     client_address: tuple[str, int]
+    registered: bool
     admitted: bool
     _on_close: Any
 
@@ -168,6 +178,8 @@ class _Lobby:
         self._selector = selectors.DefaultSelector()
         self._waiting: dict[PeerSocket, float] = {}  # socket -> its ARTIM deadline, in arrival order
         self._arrived: list[PeerSocket] = []
+        self._registered: list[Any] = []
+        self._registered_at = float("-inf")
         self._lock = threading.Lock()
         self._stopping = False
         self._wake_read, self._wake_write = socket.socketpair()
@@ -218,18 +230,35 @@ class _Lobby:
             self._wake_read.close()
             self._wake_write.close()
 
+    def _is_registered(self, peer: str) -> bool:
+        """Whether `peer` is in a registered calling AE's networks (read again every few seconds)."""
+        if time.monotonic() - self._registered_at > _REGISTERED_REFRESH_SECONDS:
+            try:
+                self._registered = registered_networks()
+            except Exception:
+                logger.exception("dicom registered networks unreadable")  # keep the last list
+            finally:
+                connection.close()
+            self._registered_at = time.monotonic()
+        address = peer_address(peer)
+        return address is not None and any(
+            address.version == network.version and address in network for network in self._registered
+        )
+
     def _take_arrivals(self) -> None:
         with self._lock:
             arrived, self._arrived = self._arrived, []
         limits = self._server.admission.limits
         for sock in arrived:
-            # A full address or a full lobby makes room by closing its oldest waiting socket.
+            sock.registered = self._is_registered(sock.peer)
+            # A full address or a full lobby makes room by closing a waiting socket, never the newcomer.
             if self._server.admission.over_bound(sock.peer):
                 oldest = next((waiting for waiting in self._waiting if waiting.peer == sock.peer), None)
                 if oldest is not None:
                     self._close(oldest, "dicom connection closed: too many from one address")
-            if len(self._waiting) >= limits.total:
-                self._close(next(iter(self._waiting)), "dicom connection closed: too many waiting")
+            if len(self._waiting) >= limits.lobby_capacity:
+                unregistered = next((waiting for waiting in self._waiting if not waiting.registered), None)
+                self._close(unregistered or next(iter(self._waiting)), "dicom connection closed: too many waiting")
             try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 6)  # a PDU header
                 self._selector.register(sock, selectors.EVENT_READ)
@@ -306,6 +335,7 @@ class WorklistServer(ThreadedAssociationServer):
         sock = PeerSocket(client.family, client.type, client.proto, fileno=client.detach())
         sock.peer = str(peer_address(str(address[0])) or address[0])
         sock.admitted = False
+        sock.registered = False
         sock._on_close = None
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -66,3 +66,22 @@ def calling_ae_allowed(*, ae_title: str, address: str) -> Caller | None:
     if entry is None or not (entry.any_address or address_in_networks(address, entry.networks)):
         return None
     return Caller(ae_title=entry.ae_title, branch_id=entry.branch_id, zone=entry.branch.zone)
+
+
+def registered_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Every network an active calling AE title is registered from (the worklist's lobby keeps their sockets
+    before others'); an IPv4-mapped IPv6 network as its IPv4 network."""
+    found: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    rows = DicomCallingAE.objects.filter(active=True, branch__is_active=True).values_list("networks", flat=True)
+    for networks in rows:
+        for network in networks:
+            try:
+                parsed = ipaddress.ip_network(network.strip(), strict=False)
+            except ValueError:
+                continue
+            if isinstance(parsed, ipaddress.IPv6Network) and parsed.prefixlen >= 96:
+                mapped = parsed.network_address.ipv4_mapped
+                if mapped is not None:
+                    parsed = ipaddress.ip_network(f"{mapped}/{parsed.prefixlen - 96}", strict=False)
+            found.append(parsed)
+    return found

@@ -243,3 +243,44 @@ def test_connections_from_one_address_are_bounded_oldest_idle_first(serve: Calla
     with idle_sockets(port, 5, sources=["127.0.0.2"]) as sockets:
         assert closed_by_server(sockets[0], within=2)
         assert not any(closed_by_server(sock, within=0.1) for sock in sockets[1:])
+
+
+def test_idle_connections_reconnecting_as_fast_as_they_are_closed_cannot_lock_out_a_registered_modality(
+    world: DicomWorld, serve: Callable[..., int]
+) -> None:
+    """More idle connections than the lobby holds (a small server: a lobby of 16), from unregistered
+    addresses, each reopened the moment it is closed: the lobby closes theirs, never the modality's."""
+    import select
+    import threading
+
+    item = world.order([world.ct], at=datetime(2026, 12, 1, 9, 30, tzinfo=IST)).items.get()
+    port = serve(DICOM_ARTIM_TIMEOUT_SECONDS=30, DICOM_MAX_ASSOCIATIONS=1)
+    stop = threading.Event()
+    reopened = [0]
+
+    def attack(sockets: list[socket.socket]) -> None:
+        while not stop.is_set():
+            readable, _, _ = select.select(sockets, [], [], 0.05)
+            for number, idle in enumerate(sockets):
+                if idle in readable:
+                    idle.close()
+                    fresh = socket.socket()
+                    fresh.bind((f"127.0.1.{number + 2}", 0))
+                    fresh.connect(("127.0.0.1", port))
+                    sockets[number] = fresh
+                    reopened[0] += 1
+
+    with idle_sockets(port, 50, sources=[f"127.0.1.{n}" for n in range(2, 52)]) as sockets:
+        attacker = threading.Thread(target=attack, args=(sockets,))
+        attacker.start()
+        try:
+            for _ in range(3):
+                started = time.monotonic()
+                found = findscu(port, ["AccessionNumber"])
+                assert (found.returncode, time.monotonic() - started < 1) == (0, True), found.log
+                assert [a.AccessionNumber for a in found.answers] == [item.accession_number]
+                assert echoscu(port).returncode == 0
+        finally:
+            stop.set()
+            attacker.join()
+    assert reopened[0] > 0  # the lobby was full and closed theirs

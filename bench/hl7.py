@@ -126,7 +126,8 @@ def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
         )
         services.lab_order_collect(order=order)
         accessions.append(order.items.get().accession_number)
-    Hl7Sender.objects.get_or_create(name="bench", defaults={"networks": ["127.0.0.1/32"]})
+    sender, _ = Hl7Sender.objects.get_or_create(name="bench", defaults={"networks": ["127.0.0.1/32"]})
+    sender.branches.add(branch)  # a sender reports only on its branches' orders
     now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
 
     def oru(n: int, accession: str) -> str:

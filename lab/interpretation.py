@@ -38,7 +38,7 @@ Decisions:
   below the range's low, H strictly above its high, N within [low, high] (limits inclusive). A value
   within the critical limits with no range to compare it with gets no flag (""), as do text and coded
   results.
-- Bounded quantities (HL7 SN, CONTRACT section 19): `>14`, `<=3` or a range 10..20 (parse_bounded) are
+- Bounded quantities (HL7 SN, docs/hl7-inbound.md): `>14`, `<=3` or a range 10..20 (parse_bounded) are
   flagged only when the flag holds for every value they stand for (interpret_bounded): a lab reporting
   `>14` where the high is 13 gets H, where the high is 15.5 gets no flag.
 """
@@ -107,7 +107,7 @@ class RangeLike(Protocol):
 @dataclass(frozen=True)
 class ParsedValue:
     """What to store: a quantity (with its unit) or a text (text, coded, imaging report; unit ""). A quantity
-    may be bounded (an HL7 SN value, CONTRACT section 19): `comparator` "<", "<=", ">" or ">=" before it, or
+    may be bounded (an HL7 SN value, docs/hl7-inbound.md): `comparator` "<", "<=", ">" or ">=" before it, or
     `high` closing the range quantity..high."""
 
     quantity: Decimal | None

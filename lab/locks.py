@@ -13,12 +13,10 @@ once, nor collected twice.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
 
-from django.contrib.postgres.fields import ArrayField
-from django.db.models import F, UUIDField
+from django.db.models import UUIDField
 
-from clinic.query_plans import AnyOf, QueryPlan, Slot
+from clinic.query_plans import QueryPlan, Slot
 from lab.models import LabOrder
 
 
@@ -42,24 +40,4 @@ def lab_order_lock(*, order_id: uuid.UUID, with_patient: bool = False) -> LabOrd
     found = (_LOCK_WITH_PATIENT if with_patient else _LOCK).fetch(order=order_id)
     if not found:
         raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
-    return found[0]
-
-
-# A channel bound to branches (an HL7 sender) locks an order only when it is at one of them: the restriction is
-# in the statement, so an order of another branch is neither locked nor read.
-_LOCK_AT_BRANCHES = QueryPlan(
-    lambda: (
-        LabOrder.objects.select_for_update(of=("self",))
-        .select_related("branch", "patient")
-        .filter(pk=Slot("order", UUIDField()))
-        .filter(AnyOf(F("branch_id"), Slot("branches", ArrayField(UUIDField()))))
-    )
-)
-
-
-def lab_order_lock_at_branches(*, order_id: uuid.UUID, branch_ids: Collection[uuid.UUID]) -> LabOrder:
-    """lab_order_lock (with the patient) for an order at one of `branch_ids`; LabOrder.DoesNotExist otherwise."""
-    found = _LOCK_AT_BRANCHES.fetch(order=order_id, branches=list(branch_ids))
-    if not found:
-        raise LabOrder.DoesNotExist(f"No lab order {order_id} at these branches.")
     return found[0]

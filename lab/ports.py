@@ -92,7 +92,7 @@ def oru_target(
     if item is None:
         return None
     imaging = item.test.kind == TestKind.IMAGING
-    analytes = () if imaging else lab_selectors.lab_test_analytes(item.test_id)
+    analytes = [] if imaging else lab_results.lab_order_analytes(item.order_id)
     patient = item.order.patient
     return OruTarget(
         item_id=item.id,
@@ -109,14 +109,14 @@ def oru_target(
                 coded_values=tuple(analyte.coded_values),
             )
             for analyte in analytes
+            if analyte.test_id == item.test_id
         ),
     )
 
 
 def oru_results_apply(
     *,
-    branch_ids: Sequence[uuid.UUID],
-    order_id: uuid.UUID,
+    target: OruTarget,
     results: Sequence[lab_results.ResultInput],
     performed_at: datetime,
     performer: str,
@@ -124,13 +124,12 @@ def oru_results_apply(
     reason: str,
     recorded_by: str,
 ) -> None:
-    """Record an ORU's results on one order at `branch_ids` through the results service, exactly as the REST
-    API records them (CONTRACT section 17). FieldError and InvalidState as lab_results_record raises them;
-    OruOrderUnknown when the order is not (or no longer) at those branches."""
+    """Record an ORU's results on the order of `target` (found by oru_target, whose read holds the branch
+    restriction) through the results service, exactly as the REST API records them (docs/hl7-inbound.md).
+    FieldError and InvalidState as lab_results_record raises them; OruOrderUnknown when the order is gone."""
     try:
-        lab_results.lab_results_record_at_branches(
-            order_id=order_id,
-            branch_ids=branch_ids,
+        lab_results.lab_results_record_by_id(
+            order_id=target.order_id,
             results=results,
             performed_at=performed_at,
             performer=performer,
@@ -139,4 +138,4 @@ def oru_results_apply(
             recorded_by=recorded_by,
         )
     except LabOrder.DoesNotExist:
-        raise OruOrderUnknown(str(order_id)) from None
+        raise OruOrderUnknown(str(target.order_id)) from None

@@ -15,7 +15,7 @@ order is `final` when every item that is not cancelled is, else `resulted`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -50,8 +50,7 @@ FINAL_STATUSES = (ResultStatus.FINAL, ResultStatus.AMENDED)
 
 @dataclass(frozen=True)
 class ResultInput:
-    """One posted result. The REST API sends test, analyte, value, unit and note; an HL7 ORU (CONTRACT section
-    19) may add a `comparator` or a range's `value_high` (SN values) and the laboratory's own range and flag
+    """One posted result. The REST API sends test, analyte, value, unit and note; an HL7 ORU (docs/hl7-inbound.md) may add a `comparator` or a range's `value_high` (SN values) and the laboratory's own range and flag
     as it reported them (OBX-7, OBX-8), kept beside ours."""
 
     test: str
@@ -262,10 +261,9 @@ def lab_results_record(
 
 
 @transaction.atomic
-def lab_results_record_at_branches(
+def lab_results_record_by_id(
     *,
     order_id: uuid.UUID,
-    branch_ids: Collection[uuid.UUID],
     results: Sequence[ResultInput],
     performed_at: datetime,
     performer: str,
@@ -273,11 +271,10 @@ def lab_results_record_at_branches(
     reason: str = "",
     recorded_by: str = "system",
 ) -> LabOrder:
-    """lab_results_record for a channel bound to some branches (a registered HL7 sender, CONTRACT section 19):
-    the order is locked only when it is at one of `branch_ids` (LabOrder.DoesNotExist otherwise, as for an
-    order that does not exist)."""
+    """lab_results_record for an order a channel found by id through its own branch-restricted read (lab.ports:
+    an HL7 sender's oru_target). LabOrder.DoesNotExist when there is no such order."""
     return _record(
-        lambda: locks.lab_order_lock_at_branches(order_id=order_id, branch_ids=branch_ids),
+        lambda: locks.lab_order_lock(order_id=order_id, with_patient=True),
         results=results,
         performed_at=performed_at,
         performer=performer,
@@ -285,6 +282,11 @@ def lab_results_record_at_branches(
         reason=reason,
         recorded_by=recorded_by,
     )
+
+
+def lab_order_analytes(order_id: uuid.UUID) -> list[Analyte]:
+    """The analytes of every test on an order (the plan the results service reads them with)."""
+    return _ANALYTES.fetch(order=order_id)
 
 
 def _record(

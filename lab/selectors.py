@@ -147,25 +147,6 @@ def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     return order
 
 
-_ITEM_BY_ACCESSION = QueryPlan(
-    lambda: LabOrderItem.objects.select_related("test", "order__patient").filter(
-        accession_number=Slot("accession", CharField())
-    )
-)
-
-
-def lab_order_item_by_accession(*numbers: str) -> LabOrderItem | None:
-    """The item of the first of `numbers` that is an accession number (with its test and its order's
-    patient), whatever its branch: for the channels of trusted senders (HL7 results), never for a client's
-    request. Accession numbers are unique; a blank number is skipped."""
-    for number in dict.fromkeys(numbers):
-        if number:
-            found = _ITEM_BY_ACCESSION.fetch(accession=number)
-            if found:
-                return found[0]
-    return None
-
-
 def lab_order_get(*, client: ApiClient, ref: str) -> LabOrder:
     """By UUID, with everything the representation shows; 404 when unknown, malformed or at a branch the
     client may not see (no existence oracle)."""
@@ -277,22 +258,19 @@ def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
 
 
 def lab_items_at_branches(branches: Expression | Sequence[uuid.UUID]) -> QuerySet[LabOrderItem]:
-    """The access chokepoint for a channel bound to branches (a registered HL7 sender, CONTRACT section 19):
+    """The access chokepoint for a channel bound to branches (a registered HL7 sender, docs/hl7-inbound.md):
     the items of orders at those branches only, so an order elsewhere is never loaded (and is answered as one
     that does not exist). `branches` is a list of branch ids, or a plan's Slot holding one."""
     return LabOrderItem.objects.filter(AnyOf(F("order__branch_id"), branches))
 
 
-# Precompiled: every ORU message looks its order item up by accession number.
+# Precompiled (clinic.query_plans): every ORU message looks its order item up by accession number.
 _ITEM_AT_BRANCHES_BY_ACCESSION = QueryPlan(
     lambda: (
         lab_items_at_branches(Slot("branches", ArrayField(UUIDField())))
         .select_related("test", "order__patient")
         .filter(accession_number=Slot("accession", CharField()))
     )
-)
-_TEST_ANALYTES = QueryPlan(
-    lambda: Analyte.objects.filter(test_id=Slot("test", UUIDField())).order_by("position", "code", "id")
 )
 
 
@@ -326,11 +304,6 @@ def lab_item_for_report(
         .order_by("position", "id")
         .first()
     )
-
-
-def lab_test_analytes(test_id: uuid.UUID) -> list[Analyte]:
-    """A catalogue test's analytes by position (the catalogue is the same at every branch)."""
-    return _TEST_ANALYTES.fetch(test=test_id)
 
 
 # --- The imaging worklist (integrations.dicom) --------------------------------------------------------------

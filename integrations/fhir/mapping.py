@@ -428,7 +428,7 @@ def observation(row: LabResult) -> dict[str, Any]:
         performer=[{"display": row.performer}],
     )
     if row.value_quantity is not None and row.value_quantity_high is not None:
-        # An HL7 SN range (10-20, CONTRACT section 19) is a Range, not a Quantity.
+        # An HL7 SN range (10-20, docs/hl7-inbound.md) is a Range, not a Quantity.
         resource["valueRange"] = {
             "low": _quantity(row.value_quantity, row.unit),
             "high": _quantity(row.value_quantity_high, row.unit),

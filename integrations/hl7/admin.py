@@ -66,12 +66,12 @@ class Hl7SenderForm(forms.ModelForm):
         ]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if not data.get("branches"):
             self.add_error("branches", "Name at least one branch whose orders the sender reports on.")
         application, facility = data.get("sending_application") or "", data.get("sending_facility") or ""
         try:
-            # The same rule as create_hl7_sender: an identity is one sender's, whatever its case (CONTRACT 19).
+            # The same rule as create_hl7_sender: an identity is one sender's, whatever its case (docs/hl7-inbound.md).
             hl7_sender_identity_check(application=application, facility=facility, exclude=self.instance)
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():

@@ -1,4 +1,4 @@
-"""ORU^R01 results received by the listener, applied through the lab port (CONTRACT sections 17 and 19).
+"""ORU^R01 results received by the listener, applied through the lab port (docs/hl7-inbound.md).
 
 `message_handle` takes one MLLP payload (bytes) and the peer's address and returns the ACK to send. It
 answers
@@ -15,7 +15,7 @@ answers
 - AA when every result was recorded, through `lab.ports.oru_results_apply`, exactly as the REST API
   records them (same validation, flags, versions and events).
 
-Decisions where CONTRACT section 19 is silent (docs/hl7.md tells senders the same):
+Decisions (docs/hl7-inbound.md tells senders the same):
 - The sender is the active Hl7Sender whose networks hold the peer and whose MSH-3/MSH-4 the message
   presents. A registered identity (application, facility or both; compared ignoring case, so "lis" cannot
   slip past "LIS") belongs to its sender alone: the most specific registration presenting the message's
@@ -145,7 +145,7 @@ def ack_build(
     return er7.message([er7.msh(*header), *segments])
 
 
-# --- Senders (CONTRACT section 19) -------------------------------------------------------------------------
+# --- Senders (docs/hl7-inbound.md) --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -181,18 +181,22 @@ def _networks(values: Sequence[str]) -> tuple[ipaddress.IPv4Network | ipaddress.
 def senders_active() -> list[Sender]:
     """Every active sender with its branches, in one query (a handful of rows, read per message so that a
     sender switched off or narrowed in the admin is so for the next message)."""
-    rows = Hl7Sender.objects.filter(is_active=True).annotate(branch_ids=ArrayAgg("branches__id", distinct=True))
+    rows = (
+        Hl7Sender.objects.filter(is_active=True)
+        .annotate(branch_ids=ArrayAgg("branches__id", distinct=True))
+        .values("id", "name", "networks", "sending_application", "sending_facility", "default_charset", "branch_ids")
+    )
     return [
         Sender(
-            id=row.pk,
-            name=row.name,
-            networks=_networks(row.networks),
-            application=row.sending_application.strip().casefold(),
-            facility=row.sending_facility.strip().casefold(),
-            branch_ids=tuple(branch for branch in row.branch_ids if branch is not None),  # type: ignore[attr-defined]
-            charset=row.default_charset,
+            id=row["id"],
+            name=row["name"],
+            networks=_networks(row["networks"]),
+            application=row["sending_application"].strip().casefold(),
+            facility=row["sending_facility"].strip().casefold(),
+            branch_ids=tuple(branch for branch in row["branch_ids"] if branch is not None),
+            charset=row["default_charset"],
         )
-        for row in rows.only("id", "name", "networks", "sending_application", "sending_facility", "default_charset")
+        for row in rows
     ]
 
 
@@ -222,7 +226,11 @@ def sender_resolve(senders: Sequence[Sender], *, peer: str | None, application: 
 # --- Reading the bytes -------------------------------------------------------------------------------------
 
 _CODECS = {"ASCII": "ascii", "8859/1": "latin-1", "UNICODE UTF-8": "utf-8", "UNICODE": "utf-8", "UTF-8": "utf-8"}
-_DEFAULT_CODECS = {Hl7Charset.UTF8: "utf-8", Hl7Charset.LATIN1: "latin-1", Hl7Charset.ASCII: "ascii"}
+_DEFAULT_CODECS: dict[str, str] = {
+    Hl7Charset.UTF8.value: "utf-8",
+    Hl7Charset.LATIN1.value: "latin-1",
+    Hl7Charset.ASCII.value: "ascii",
+}
 # C0 controls but tab (segments end in CR or LF, which the parser splits on), DEL and C1 controls: none of
 # them has a place in a field (HL7 v2.5.1 section 2.7 escapes what text needs).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
@@ -498,6 +506,7 @@ def _apply(segments: list[er7.Segment], msh: er7.Segment, sender: Sender, messag
     pid, groups = _groups(segments)
     # (order, status, performed_at, performer, reason) -> [(ResultInput, the OBX it came from)]
     batches: dict[tuple[Any, ...], list[tuple[ports.ResultInput, _Obx]]] = defaultdict(list)
+    targets: dict[uuid.UUID, ports.OruTarget] = {}
     order_ids: list[uuid.UUID] = []
     problems: list[Problem] = []
     for group in groups:
@@ -506,6 +515,7 @@ def _apply(segments: list[er7.Segment], msh: er7.Segment, sender: Sender, messag
             raise Rejected("AE", [Problem("204", "The patient (PID-3) is not the order's patient.", ("PID", 1, 3))])
         if target.order_id not in order_ids:
             order_ids.append(target.order_id)
+            targets[target.order_id] = target
         if not group.observations:
             problems.append(Problem("101", "An OBR without any OBX.", ("OBR", group.number, 1)))
         for obx in group.observations:
@@ -552,8 +562,7 @@ def _apply(segments: list[er7.Segment], msh: er7.Segment, sender: Sender, messag
     for (order_id, status, performed_at, performer, reason), entries in batches.items():
         try:
             ports.oru_results_apply(
-                branch_ids=sender.branch_ids,
-                order_id=order_id,
+                target=targets[order_id],
                 results=[entry for entry, _ in entries],
                 performed_at=performed_at,
                 performer=performer,
@@ -655,10 +664,10 @@ def _handle(payload: bytes, peer: str | None, msh: er7.Segment, control_id: str)
     except er7.Er7Error as exc:
         return _answer("AR", control_id, msh, [Problem("100", str(exc), ("MSH", 1, 1))], peer)
     msh = segments[0]
-    problem = _control_character(segments)
-    if problem is not None:
+    spoiled = _control_character(segments)
+    if spoiled is not None:
         return _answer(
-            "AR" if problem.location and problem.location[0] == "MSH" else "AE", control_id, msh, [problem], peer
+            "AR" if spoiled.location and spoiled.location[0] == "MSH" else "AE", control_id, msh, [spoiled], peer
         )
     digest = _digest(segments)
     try:

@@ -1,4 +1,4 @@
-"""Writes on the HL7 listener's senders (CONTRACT section 19): registering a laboratory system with the
+"""Writes on the HL7 listener's senders (docs/hl7-inbound.md): registering a laboratory system with the
 networks it connects from, the branches it reports for and the MSH-3/MSH-4 it presents."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def hl7_sender_identity_check(*, application: str, facility: str, exclude: Hl7Se
         raise ValidationError(errors)
     if not application and not facility:
         return
-    taken = Hl7Sender.objects.filter(
-        sending_application__iexact=application, sending_facility__iexact=facility
-    ).exclude(pk=exclude.pk if exclude is not None else None)
+    taken = Hl7Sender.objects.filter(sending_application__iexact=application, sending_facility__iexact=facility)
+    if exclude is not None and exclude.pk is not None:
+        taken = taken.exclude(pk=exclude.pk)
     other = taken.values_list("name", flat=True).first()
     if other is not None:
         raise ValidationError(

@@ -2,7 +2,7 @@
 [--sending-application A --sending-facility F] [--default-charset "UNICODE UTF-8"|8859/1|ASCII] [--inactive]
 [--json]
 
-Register a laboratory system with the HL7 listener (CONTRACT section 19): the networks it connects from, the
+Register a laboratory system with the HL7 listener (docs/hl7-inbound.md): the networks it connects from, the
 branches whose orders it may report on, and the MSH-3/MSH-4 it presents (none: any identity no other sender
 registered)."""
 
@@ -62,11 +62,12 @@ class Command(BaseCommand):
             raise CommandError(
                 "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
             ) from None
+        codes = sorted(branch.code for branch in branches)
         result = {
             "id": str(sender.pk),
             "name": sender.name,
             "networks": sender.networks,
-            "branches": sorted(branch.code for branch in branches),
+            "branches": codes,
             "sending_application": sender.sending_application,
             "sending_facility": sender.sending_facility,
             "default_charset": sender.default_charset,
@@ -77,4 +78,4 @@ class Command(BaseCommand):
             return
         identity = "/".join((sender.sending_application or "*", sender.sending_facility or "*"))
         self.stdout.write(f"Registered HL7 sender {sender.name!r} ({sender.pk}).")
-        self.stdout.write(f"  from {', '.join(sender.networks)} as {identity}, for {', '.join(result['branches'])}")
+        self.stdout.write(f"  from {', '.join(sender.networks)} as {identity}, for {', '.join(codes)}")

@@ -24,7 +24,7 @@ Decisions (docs/hl7-inbound.md tells senders the same):
   error, answered AR (and logged) rather than guessed.
 - MSH is read before the message is decoded, as Latin-1 (one character per byte, so the delimiters fall
   where they are whatever the charset); MSH-18's first repetition, else the sender's default, then decodes
-  the whole payload strictly. `UNICODE` and `UTF-8` are read as `UNICODE UTF-8` (as HAPI reads them).
+  the whole payload strictly. `UNICODE` and `UTF-8` are read as `UNICODE UTF-8` (spellings senders use).
 - The duplicate key is (sender, MSH-10). The content digest is SHA-256 of the decoded segments with MSH-7
   blanked: a sender that stamps a new time on a resend still sends the same message. The same key with
   another digest is AR 205 (table 0357 "Duplicate key identifier"), never the stored AA. Rows from before
@@ -37,8 +37,8 @@ Decisions (docs/hl7-inbound.md tells senders the same):
 - SN values are kept as comparator plus number (`>^14`) or as a range (`^10^-^20`); a ratio (`^1^:^128`) or
   a categorical (`^2^+`) is refused on a quantity analyte (102) and kept as written (`1:128`) on a text one.
   Coded analytes take CE/CWE by code or by text, in either triplet.
-- An invalid InvalidState (a final result sent again as final, a cancelled order) is 103 at OBX-11: the
-  status sent is not one the order takes now.
+- A result the order cannot take now (a final one sent again as final, a cancelled order) is 103 at
+  OBX-11: the status sent is not one the order takes now.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lab app's port (CONTRACT section 19, ARCHITECTURE "ports for the channels"): the typed functions the
+"""The lab app's port (docs/hl7-inbound.md, docs/dicom-worklist.md): the typed functions the
 standard channels (integrations.hl7, integrations.dicom) call to reach laboratory and imaging orders. A
 channel imports this module, never lab.models nor a queryset: what it gets back are plain values, and what it
 changes goes through the lab services, with the branch of the caller (a registered HL7 sender's branches, a
@@ -11,17 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-# HL7 v2 results (integrations.hl7): the section at the end
+# HL7 v2 results (integrations.hl7): the section at the end.
 from lab import results as lab_results
 from lab import selectors as lab_selectors
-from lab.models import ItemStatus, LabOrder, Priority, TestKind  # ItemStatus, Priority: the DICOM worklist's
 
 # DICOM Modality Worklist and MPPS (integrations.dicom): the query and entry types, the item statuses and
-# order priorities the worklist translates (plain string choices), the worklist read and the procedure steps.
+# order priorities the worklist translates (plain string choices), an item's Study Instance UID, the
+# worklist read and the procedure steps.
+from lab.models import ItemStatus, LabOrder, Priority, TestKind, study_instance_uid
 from lab.procedures import imaging_procedure_finish, imaging_procedure_start
 from lab.selectors import TextMatch, WorklistEntry, WorklistQuery, imaging_worklist
-
-# HL7 v2 results (integrations.hl7): below.
 
 __all__ = [
     "ItemStatus",
@@ -38,6 +37,7 @@ __all__ = [
     "imaging_worklist",
     "oru_results_apply",
     "oru_target",
+    "study_instance_uid",
 ]
 
 

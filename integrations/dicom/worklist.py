@@ -43,7 +43,7 @@ from zoneinfo import ZoneInfo
 from pydicom.dataset import Dataset
 
 from integrations.dicom.encoding import Element, elements_dataset
-from lab.ports import ItemStatus, Priority, TextMatch, WorklistEntry, WorklistQuery
+from lab.ports import ItemStatus, Priority, TextMatch, WorklistEntry, WorklistQuery, study_instance_uid
 from patients.ports import ClinicalAlerts, clinical_alerts
 
 SPS = "ScheduledProcedureStepSequence"
@@ -61,10 +61,6 @@ _SEX = {"male": "M", "female": "F", "other": "O"}
 
 class QueryError(ValueError):
     """The identifier cannot be a Modality Worklist query (a malformed key)."""
-
-
-def study_instance_uid(item_id: uuid.UUID) -> str:
-    return f"2.25.{item_id.int}"
 
 
 def _text(value: object, *, insensitive: bool = False) -> TextMatch | None:

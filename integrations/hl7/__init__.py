@@ -1,4 +1,4 @@
-"""HL7 v2.5.1 over MLLP (CONTRACT section 17).
+"""HL7 v2.5.1 over MLLP (docs/hl7-outbound.md, docs/hl7-inbound.md).
 
 Outbound, from the same outbox as webhooks: `outbox` writes one Hl7Message per matching active destination
 in the transaction of the event (integrations.webhooks.events calls it), and sends them one at a time per

@@ -1,4 +1,4 @@
-"""Which event kinds become which HL7 v2 message (CONTRACT section 17). Nothing here imports a model."""
+"""Which event kinds become which HL7 v2 message (docs/hl7-outbound.md). Nothing here imports a model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The outbound messages (CONTRACT section 17), built from the event's payload (the API representation the
+"""The outbound messages (docs/hl7-outbound.md), built from the event's payload (the API representation the
 webhooks carry), so an HL7 destination learns exactly what a webhook subscriber learns.
 
 ADT^A04/A08 (structure ADT_A01) from `patient`; SIU^S12/S13/S15/S26 (SIU_S12) from `appointment`;

@@ -166,7 +166,7 @@ class Hl7Charset(models.TextChoices):
 
 
 class Hl7Sender(models.Model):
-    """A laboratory system registered to send results (CONTRACT section 19): the networks it connects from,
+    """A laboratory system registered to send results (docs/hl7-inbound.md): the networks it connects from,
     the branches whose orders it may report on, and the MSH-3/MSH-4 it presents (blank: any that no other
     sender registered). The listener accepts a connection only from an address inside the networks of an
     active sender (none configured: nobody is accepted)."""

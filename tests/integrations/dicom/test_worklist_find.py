@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from integrations.dicom.models import DicomCallingAE
-from integrations.dicom.worklist import study_instance_uid
 from lab import services
-from lab.models import ItemStatus, LabOrderItem
+from lab.models import ItemStatus, LabOrderItem, study_instance_uid
 from tests.integrations.dicom.conftest import IST, SERVER_AE, DicomWorld, findscu
 
 pytestmark = pytest.mark.usefixtures("dcmtk")

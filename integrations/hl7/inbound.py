@@ -44,183 +44,30 @@ Decisions (docs/hl7-inbound.md tells senders the same):
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import logging
 import re
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
 from integrations.hl7 import er7
-from integrations.hl7.messages import ts
-from integrations.hl7.models import Hl7Charset, Hl7ReceivedMessage, Hl7Sender
+from integrations.hl7.acks import MAX_CONTROL_ID, Problem, Rejected, ack_build, printable
+from integrations.hl7.models import Hl7Charset, Hl7ReceivedMessage
+from integrations.hl7.oru_fields import dtm_read, obx_value_read
+from integrations.hl7.selectors import Sender, sender_resolve, senders_active
 from lab import ports
 
 logger = logging.getLogger("integrations.hl7.listener")
 
 VERSIONS = ("2.5", "2.5.1")
 _STATUS = {"F": "final", "P": "preliminary", "C": "amended"}
-
-
-@dataclass
-class Problem:
-    """One ERR segment: HL7 table 0357 code, where (segment, sequence, field) and a message for people."""
-
-    code: str
-    text: str
-    location: tuple[str, int, int] | None = None
-
-
-class Rejected(Exception):
-    def __init__(self, ack_code: str, problems: list[Problem]) -> None:
-        super().__init__(problems[0].text if problems else ack_code)
-        self.ack_code, self.problems = ack_code, problems
-
-
-_CODE_TEXT = {
-    "100": "Segment sequence error",
-    "101": "Required field missing",
-    "102": "Data type error",
-    "103": "Table value not found",
-    "200": "Unsupported message type",
-    "201": "Unsupported event code",
-    "203": "Unsupported version id",
-    "204": "Unknown key identifier",
-    "205": "Duplicate key identifier",
-    "207": "Application internal error",
-}
-
-
-def ack_build(
-    *, code: str, control_id: str, msh: er7.Segment | None, problems: Sequence[Problem] = (), text: str = ""
-) -> str:
-    """An ACK in 2.5.1 (echoing the sender's trigger event when known); it declares UTF-8 in MSH-18 when it
-    carries any other character than ASCII (the listener sends it in UTF-8)."""
-    trigger = msh.get(9, 2) if msh is not None else ""
-    segments = [
-        er7.segment("MSA", code, control_id, text[:80] if text else (problems[0].text[:80] if problems else "")),
-    ]
-    for problem in problems:
-        location: er7.Field = (
-            [problem.location[0], str(problem.location[1]), str(problem.location[2])] if problem.location else None
-        )
-        segments.append(
-            er7.segment(
-                "ERR",
-                None,
-                location,
-                [problem.code, _CODE_TEXT.get(problem.code, ""), "HL70357"],
-                "E",
-                None,
-                None,
-                None,
-                problem.text[:250],
-            )
-        )
-    application, facility = (msh.get(3), msh.get(4)) if msh is not None else ("", "")
-    header = [
-        settings.HL7_LISTENER_APPLICATION,
-        settings.HL7_LISTENER_FACILITY,
-        application,
-        facility,
-        ts(timezone.now()),
-        None,
-        ["ACK", trigger, "ACK"],
-        (control_id or "ACK")[:15] + "A",  # our own control id, derived so a repeated ACK is identical
-        "P",
-        "2.5.1",
-    ]
-    if not all(part.isascii() for part in [*segments, application, facility]):
-        header += [None] * 5 + ["UNICODE UTF-8"]
-    return er7.message([er7.msh(*header), *segments])
-
-
-# --- Senders (docs/hl7-inbound.md) --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sender:
-    id: uuid.UUID
-    name: str
-    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
-    application: str  # casefolded; "" takes any not registered to another sender
-    facility: str
-    branch_ids: tuple[uuid.UUID, ...]
-    charset: str
-
-    @property
-    def specificity(self) -> int:
-        return bool(self.application) + bool(self.facility)
-
-    def presents(self, application: str, facility: str) -> bool:
-        return (not self.application or self.application == application) and (
-            not self.facility or self.facility == facility
-        )
-
-
-def _networks(values: Sequence[str]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    networks = []
-    for value in values:
-        try:
-            networks.append(ipaddress.ip_network(value, strict=False))
-        except ValueError:
-            continue  # validated on save; a row written around the validator reaches nobody
-    return tuple(networks)
-
-
-def senders_active() -> list[Sender]:
-    """Every active sender with its branches, in one query (a handful of rows, read per message so that a
-    sender switched off or narrowed in the admin is so for the next message)."""
-    rows = (
-        Hl7Sender.objects.filter(is_active=True)
-        .annotate(branch_ids=ArrayAgg("branches__id", distinct=True))
-        .values("id", "name", "networks", "sending_application", "sending_facility", "default_charset", "branch_ids")
-    )
-    return [
-        Sender(
-            id=row["id"],
-            name=row["name"],
-            networks=_networks(row["networks"]),
-            application=row["sending_application"].strip().casefold(),
-            facility=row["sending_facility"].strip().casefold(),
-            branch_ids=tuple(branch for branch in row["branch_ids"] if branch is not None),
-            charset=row["default_charset"],
-        )
-        for row in rows
-    ]
-
-
-def sender_resolve(senders: Sequence[Sender], *, peer: str | None, application: str, facility: str) -> Sender | None:
-    """The registered sender of a message from `peer` presenting MSH-3 `application` and MSH-4 `facility`,
-    or None (see the module docstring: an identity belongs to its most specific registration)."""
-    try:
-        ip = ipaddress.ip_address(peer or "")
-    except ValueError:
-        return None
-    if ip.version == 6 and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    application, facility = application.strip().casefold(), facility.strip().casefold()
-    owners = [s for s in senders if s.specificity and s.presents(application, facility)]
-    if owners:
-        top = max(s.specificity for s in owners)
-        candidates = [s for s in owners if s.specificity == top]
-    else:
-        candidates = [s for s in senders if not s.specificity]
-    reachable = [s for s in candidates if any(ip in network for network in s.networks)]
-    if len(reachable) > 1:
-        logger.warning("HL7 senders %s all match one message: narrow their networks", [s.name for s in reachable])
-        return None
-    return reachable[0] if reachable else None
 
 
 # --- Reading the bytes -------------------------------------------------------------------------------------
@@ -234,12 +81,6 @@ _DEFAULT_CODECS: dict[str, str] = {
 # C0 controls but tab (segments end in CR or LF, which the parser splits on), DEL and C1 controls: none of
 # them has a place in a field (HL7 v2.5.1 section 2.7 escapes what text needs).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
-_MAX_CONTROL_ID = 199  # Hl7ReceivedMessage.control_id; MSH-10 is ST(199)
-
-
-def _printable(text: str) -> str:
-    """What of a field that failed to read may be echoed in an ACK."""
-    return "".join(ch for ch in text if " " <= ch <= "~")[:_MAX_CONTROL_ID]
 
 
 def _header(payload: bytes) -> tuple[er7.Segment, str]:
@@ -250,10 +91,10 @@ def _header(payload: bytes) -> tuple[er7.Segment, str]:
         raise Rejected("AR", [Problem("100", "The message does not start with an MSH segment.", ("MSH", 1, 1))])
     if line[3] != "|":
         fields = line.split(line[3])
-        control_id = _printable(fields[9]) if len(fields) > 9 else ""
+        control_id = printable(fields[9]) if len(fields) > 9 else ""
         raise _Refused(control_id, "102", "MSH-1 must be the field separator |.", 1)
     fields = line.split("|")
-    control_id = _printable(fields[9]) if len(fields) > 9 else ""
+    control_id = printable(fields[9]) if len(fields) > 9 else ""
     if fields[1] != "^~\\&":
         raise _Refused(control_id, "102", "MSH-2 must be the encoding characters ^~\\&.", 2)
     msh = er7.Segment(name="MSH", fields=("MSH", "|", *fields[1:]))
@@ -294,38 +135,6 @@ def _digest(segments: Sequence[er7.Segment]) -> str:
                 values[6] = ""
         lines.append("|".join(values))
     return hashlib.sha256("\r".join(lines).encode("utf-8")).hexdigest()
-
-
-# --- Dates and times ---------------------------------------------------------------------------------------
-
-_DTM = re.compile(r"(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:\.\d{1,4})?([+-]\d{4})?")
-
-
-def _when(text: str, fallback: datetime) -> datetime:
-    """An HL7 DTM, YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]; without an offset, the clinic's
-    TIME_ZONE. ValueError naming the text when it is no such time (year 0, month 13, offset +9999...)."""
-    if not text:
-        return fallback
-    match = _DTM.fullmatch(text)
-    if match is None:
-        raise ValueError(f"{_printable(text)!r} is not an HL7 date and time (YYYYMMDDHHMMSS[+ZZZZ]).")
-    year, month, day, hour, minute, second, offset = match.groups()
-    if (month is None and day is not None) or (hour is None and minute is not None):
-        raise ValueError(f"{text!r} is not an HL7 date and time.")
-    try:
-        moment = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0))  # noqa: DTZ001 - made aware below
-        moment = moment.replace(second=int(second or 0))
-        if year < "1900":
-            raise ValueError
-        if offset is None:
-            return timezone.make_aware(moment)
-        hours, minutes = int(offset[1:3]), int(offset[3:5])
-        if hours > 14 or minutes > 59:
-            raise ValueError
-        shift = timedelta(hours=hours, minutes=minutes) * (1 if offset[0] == "+" else -1)
-        return (moment - shift).replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
-        raise ValueError(f"{text!r} is not a possible date and time.") from None
 
 
 # --- The message -------------------------------------------------------------------------------------------
@@ -426,72 +235,6 @@ def _analyte(obx: _Obx, target: ports.OruTarget) -> ports.OruAnalyte:
     raise Rejected("AE", [Problem("204", text, ("OBX", obx.number, 3))])
 
 
-_NM = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-_SN_COMPARATORS = {"": "", "=": "", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-
-
-@dataclass(frozen=True)
-class _Value:
-    value: Any
-    comparator: str = ""
-    high: Decimal | None = None
-
-
-def _number(text: str, obx: _Obx, kind: str) -> Decimal:
-    text = text.strip()
-    if _NM.fullmatch(text):
-        try:
-            return Decimal(text)
-        except InvalidOperation:
-            pass
-    raise Rejected("AE", [Problem("102", f"OBX-5 is not a number ({kind}).", ("OBX", obx.number, 5))])
-
-
-def _value(obx: _Obx, analyte: ports.OruAnalyte | None) -> _Value:
-    """OBX-5 read by OBX-2 for this analyte (None: an imaging report); see the module docstring."""
-    seg = obx.segment
-    value_type = seg.get(2).strip().upper() or "ST"
-    raw = seg.raw(5)
-    quantity = analyte is not None and analyte.value_type == "quantity"
-    if value_type == "NM":
-        text = er7.unescape(raw.split("~")[0])
-        return _Value(_number(text, obx, "NM")) if quantity else _Value(text)
-    if value_type == "SN":
-        parts = [er7.unescape(part).strip() for part in raw.split("~")[0].split("^")][:4]
-        comparator, first, separator, second = [*parts, "", "", ""][:4]
-        if not quantity:
-            return _Value(f"{comparator}{first}{separator}{second}")
-        if comparator not in _SN_COMPARATORS:
-            raise Rejected(
-                "AE", [Problem("102", f"SN comparator {comparator!r} cannot be stored.", ("OBX", obx.number, 5))]
-            )
-        if not separator and not second:
-            return _Value(_number(first, obx, "SN"), comparator=_SN_COMPARATORS[comparator])
-        if separator == "-" and second and not _SN_COMPARATORS[comparator]:
-            return _Value(_number(first, obx, "SN"), high=_number(second, obx, "SN"))
-        assert analyte is not None
-        shown = f"{first}{separator}{second}"
-        kind = "a ratio" if separator in (":", "/") else "not a number or a range"
-        text = f"SN {shown} is {kind}; {analyte.code} is a quantity: send a number, a comparator and a number (>14) or a range (10-20)."
-        raise Rejected("AE", [Problem("102", text, ("OBX", obx.number, 5))])
-    if value_type == "ST":
-        return _Value(er7.unescape(raw.split("~")[0]))
-    if value_type in ("TX", "FT"):
-        return _Value("\n".join(er7.unescape(rep) for rep in raw.split("~")))
-    if value_type in ("CE", "CWE", "CNE"):
-        code, text, alternate, alternate_text = (seg.get(5, n).strip() for n in (1, 2, 4, 5))
-        if analyte is not None and analyte.value_type == "coded":
-            allowed = {value.casefold(): value for value in analyte.coded_values}
-            for candidate in (code, text, alternate, alternate_text):
-                if candidate and candidate.casefold() in allowed:
-                    return _Value(allowed[candidate.casefold()])
-        return _Value(text or code)
-    raise Rejected(
-        "AE",
-        [Problem("102", f"OBX-2 {value_type!r} is not taken: NM, SN, ST, TX, FT, CE or CWE.", ("OBX", obx.number, 2))],
-    )
-
-
 def _performer(obx: er7.Segment, sender: str) -> str:
     family, given, ident = obx.get(16, 2), obx.get(16, 3), obx.get(16, 1)
     name = " ".join(filter(None, (given, family)))
@@ -525,7 +268,7 @@ def _apply(segments: list[er7.Segment], msh: er7.Segment, sender: Sender, messag
                 problems.append(Problem("103", "OBX-11 must be F, P or C.", ("OBX", obx.number, 11)))
                 continue
             try:
-                performed_at = _when(seg.get(14) or group.obr.get(7), message_time)
+                performed_at = dtm_read(seg.get(14) or group.obr.get(7), message_time)
             except ValueError as exc:
                 where = 14 if seg.get(14) else 7
                 problems.append(
@@ -534,7 +277,7 @@ def _apply(segments: list[er7.Segment], msh: er7.Segment, sender: Sender, messag
                 continue
             try:
                 analyte = None if target.imaging else _analyte(obx, target)
-                value = _value(obx, analyte)
+                value = obx_value_read(obx.segment, obx.number, analyte)
             except Rejected as exc:
                 problems.extend(exc.problems)
                 continue
@@ -596,11 +339,11 @@ def _field_problems(errors: dict[str, str], entries: list[tuple[ports.ResultInpu
 def _refusal(msh: er7.Segment) -> Problem | None:
     """Why a message with a control id is not one we take (AR): its version or its type."""
     if msh.get(12) not in VERSIONS:
-        return Problem("203", f"Version {_printable(msh.get(12))!r} is not accepted; send 2.5.1.", ("MSH", 1, 12))
+        return Problem("203", f"Version {printable(msh.get(12))!r} is not accepted; send 2.5.1.", ("MSH", 1, 12))
     if msh.get(9, 1) != "ORU":
-        return Problem("200", f"Only ORU^R01 is accepted, not {_printable(msh.get(9, 1))!r}.", ("MSH", 1, 9))
+        return Problem("200", f"Only ORU^R01 is accepted, not {printable(msh.get(9, 1))!r}.", ("MSH", 1, 9))
     if msh.get(9, 2) != "R01":
-        return Problem("201", f"Only ORU^R01 is accepted, not ORU^{_printable(msh.get(9, 2))}.", ("MSH", 1, 9))
+        return Problem("201", f"Only ORU^R01 is accepted, not ORU^{printable(msh.get(9, 2))}.", ("MSH", 1, 9))
     return None
 
 
@@ -624,10 +367,10 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
         return _handle(payload, peer, msh, control_id)
     except Exception:
         # A bug of ours, not the sender's: every malformed input has its own answer in _handle.
-        logger.exception("HL7 message %r from %s: internal error", _printable(control_id), peer)
+        logger.exception("HL7 message %r from %s: internal error", printable(control_id), peer)
         return ack_build(
             code="AE",
-            control_id=_printable(control_id),
+            control_id=printable(control_id),
             msh=msh,
             problems=[Problem("207", "Not applied: internal error.")],
         )
@@ -636,14 +379,14 @@ def message_handle(payload: bytes, *, peer: str | None = None) -> str:
 def _handle(payload: bytes, peer: str | None, msh: er7.Segment, control_id: str) -> str:
     if not control_id:
         return _answer("AR", "", msh, [Problem("101", "MSH-10 is required.", ("MSH", 1, 10))], peer)
-    if len(control_id) > _MAX_CONTROL_ID or _CONTROL.search(control_id):
+    if len(control_id) > MAX_CONTROL_ID or _CONTROL.search(control_id):
         problem = Problem("102", "MSH-10 must be at most 199 printable characters.", ("MSH", 1, 10))
-        return _answer("AR", _printable(control_id), msh, [problem], peer)
+        return _answer("AR", printable(control_id), msh, [problem], peer)
     refusal = _refusal(msh) or _control_character([msh])
     if refusal is not None:
         return _answer("AR", control_id, msh, [refusal], peer)
     try:
-        message_time = _when(msh.get(7), timezone.now())
+        message_time = dtm_read(msh.get(7), timezone.now())
     except ValueError as exc:
         return _answer("AR", control_id, msh, [Problem("102", str(exc), ("MSH", 1, 7))], peer)
     sender = sender_resolve(senders_active(), peer=peer, application=msh.get(3), facility=msh.get(4))
@@ -653,7 +396,7 @@ def _handle(payload: bytes, peer: str | None, msh: er7.Segment, control_id: str)
     declared = msh.get(18).strip()
     codec = _CODECS.get(declared.upper()) if declared else _DEFAULT_CODECS.get(sender.charset, "utf-8")
     if codec is None:
-        text = f"MSH-18 {_printable(declared)!r} is not read here: send UNICODE UTF-8, 8859/1 or ASCII."
+        text = f"MSH-18 {printable(declared)!r} is not read here: send UNICODE UTF-8, 8859/1 or ASCII."
         return _answer("AR", control_id, msh, [Problem("103", text, ("MSH", 1, 18))], peer)
     try:
         segments = er7.parse(payload.decode(codec))

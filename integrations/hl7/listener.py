@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import Error as DatabaseError
 
-from integrations.hl7 import inbound, mllp
+from integrations.hl7 import acks, inbound, mllp
 from integrations.hl7.models import Hl7Sender
 from integrations.hl7.workers import WorkerLost, WorkerPool, executor_shutdown, run_with_fresh_connection
 
@@ -233,8 +233,8 @@ class Listener:
             except mllp.FrameError as exc:
                 logger.info("HL7 connection from %s closed: %s", peer, exc)
                 if "larger" in str(exc):
-                    ack = inbound.ack_build(
-                        code="AR", control_id="", msh=None, problems=[inbound.Problem("100", str(exc))]
+                    ack = acks.ack_build(
+                        code="AR", control_id="", msh=None, problems=[acks.Problem("100", str(exc))]
                     )
                     writer.write(mllp.frame(ack))
                     await writer.drain()

@@ -29,9 +29,20 @@ class Ack:
         return self.code in ("AA", "CA")
 
 
+def _ack_text(payload: bytes) -> str:
+    """The ACK decoded as its MSH-18 declares (UTF-8 when it declares nothing we read). An ACK whose bytes
+    are not what it declares is read as Latin-1, which takes any byte: the attempt log keeps what was sent,
+    never a replacement character."""
+    codec = er7.CHARSET_CODECS.get(er7.declared_charset(payload).upper(), "utf-8")
+    try:
+        return payload.decode(codec)
+    except UnicodeDecodeError:
+        return payload.decode("latin-1")
+
+
 def ack_parse(payload: bytes, control_id: str) -> Ack:
     try:
-        segments = er7.parse(payload.decode("utf-8", errors="replace"))
+        segments = er7.parse(_ack_text(payload))
     except er7.Er7Error as exc:
         raise TransportError(f"The answer is not an HL7 message: {exc}") from None
     msa = next((s for s in segments if s.name == "MSA"), None)

@@ -19,6 +19,10 @@ class Repeated(tuple[str | Sequence[str | Sequence[str]], ...]):
 # A field is text, its components (each text, or its subcomponents), or its repetitions.
 Field = str | Repeated | Sequence[str | Sequence[str]] | None
 
+# MSH-18 (HL7 table 0211) character sets read here, as Python codecs; `UNICODE` and `UTF-8` are spellings
+# senders use for `UNICODE UTF-8` (docs/hl7-inbound.md "Character sets").
+CHARSET_CODECS = {"ASCII": "ascii", "8859/1": "latin-1", "UNICODE UTF-8": "utf-8", "UNICODE": "utf-8", "UTF-8": "utf-8"}
+
 _ESCAPES = {"\\": "\\E\\", "|": "\\F\\", "^": "\\S\\", "&": "\\T\\", "~": "\\R\\"}
 _UNESCAPES = {"E": "\\", "F": "|", "S": "^", "T": "&", "R": "~"}
 
@@ -131,3 +135,13 @@ def parse(text: str) -> list[Segment]:
             parts = ["MSH", "|", *parts[1:]]  # MSH-1 is the field separator itself
         segments.append(Segment(name=name.upper(), fields=tuple(parts)))
     return segments
+
+
+def declared_charset(payload: bytes) -> str:
+    """MSH-18's first repetition, read before the message is decoded: MSH as Latin-1 (one character per byte,
+    so the delimiters fall where they are in any character set); "" when absent or not an MSH."""
+    line = payload.lstrip(b"\r\n").split(b"\r", 1)[0].split(b"\n", 1)[0].decode("latin-1")
+    if not line.startswith("MSH|"):
+        return ""
+    fields = line.split("|")
+    return fields[17].split("~")[0].strip() if len(fields) > 17 else ""

@@ -72,7 +72,6 @@ _STATUS = {"F": "final", "P": "preliminary", "C": "amended"}
 
 # --- Reading the bytes -------------------------------------------------------------------------------------
 
-_CODECS = {"ASCII": "ascii", "8859/1": "latin-1", "UNICODE UTF-8": "utf-8", "UNICODE": "utf-8", "UTF-8": "utf-8"}
 _DEFAULT_CODECS: dict[str, str] = {
     Hl7Charset.UTF8.value: "utf-8",
     Hl7Charset.LATIN1.value: "latin-1",
@@ -394,7 +393,7 @@ def _handle(payload: bytes, peer: str | None, msh: er7.Segment, control_id: str)
         text = "MSH-3/MSH-4 is not registered to a sender at this address."
         return _answer("AR", control_id, msh, [Problem("204", text, ("MSH", 1, 3))], peer)
     declared = msh.get(18).strip()
-    codec = _CODECS.get(declared.upper()) if declared else _DEFAULT_CODECS.get(sender.charset, "utf-8")
+    codec = er7.CHARSET_CODECS.get(declared.upper()) if declared else _DEFAULT_CODECS.get(sender.charset, "utf-8")
     if codec is None:
         text = f"MSH-18 {printable(declared)!r} is not read here: send UNICODE UTF-8, 8859/1 or ASCII."
         return _answer("AR", control_id, msh, [Problem("103", text, ("MSH", 1, 18))], peer)

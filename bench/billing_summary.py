@@ -5,7 +5,7 @@
 
 Uses its own database (clinic_bench_billing, or --database). With --existing it measures the data already
 there (e.g. a copy of the generate_scale_data database) and generates nothing. Invoices (about 3 lines
-each, payments on the finalized ones) are generated with billing.tax's arithmetic and loaded with COPY,
+each, payments on the finalized ones) are generated with clinic.lib.tax's arithmetic and loaded with COPY,
 with numbers, statuses and paid sums that satisfy every constraint. Times billing.selectors.billing_summary
 in-process, the same SQL statements replayed through psycopg (the raw-SQL limit), and
 GET /api/v1/billing/summary under gunicorn (unless --no-http), for one branch and for all branches over a
@@ -67,7 +67,7 @@ def generate(count: int, seed: int = 11) -> None:
 
     from billing.models import Invoice, InvoiceNumberCounter
     from billing.numbering import financial_year, format_invoice_number
-    from billing.tax import invoice_totals, is_interstate, line_tax
+    from clinic.lib.tax import invoice_totals, is_interstate, line_tax
     from clinic.models import Branch, Department
     from patients.devdata.demo import bench_patients_build, bulk_insert
     from patients.models import Patient

@@ -4,7 +4,7 @@
 
 Uses its own database (clinic_bench_pdf, or --database), where it creates the branch, patient and invoice
 through billing.services on first use. Measures, as p50/p95/p99 over --renders calls after a warm-up:
-billing.pdf.render_pdf of the built document (ReportLab alone); the invoice loaded with everything its
+billing.document_pdf.render_pdf of the built document (ReportLab alone); the invoice loaded with everything its
 detail shows (the queries of billing.selectors.invoice_get(detail=True)), built (billing.documents) and
 rendered, as the API handler does; and GET /api/v1/billing/invoices/{id}.pdf under gunicorn (unless --no-http). The target is a p95 of
 150 ms for the whole request.
@@ -89,8 +89,8 @@ def main() -> int:
     import django
 
     django.setup()
+    from billing.document_pdf import render_pdf
     from billing.documents import invoice_document
-    from billing.pdf import render_pdf
     from billing.selectors import invoice_detail_load
 
     invoice = invoice_of(args.lines)

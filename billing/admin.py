@@ -23,8 +23,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from billing import selectors, services, tax
+from billing import selectors, services
 from billing.admin_credit_notes import CreditNotePage
+from billing.document_pdf import pdf_response
 from billing.documents import TaxDocument, credit_note_document, credit_note_of, invoice_document
 from billing.models import (
     BillableService,
@@ -37,11 +38,12 @@ from billing.models import (
     Payment,
     Refund,
 )
-from billing.pdf import RenderError, pdf_response
 from clinic.admin_actions import apply_to_each, reason_confirmation
 from clinic.admin_audit import Clock, PatientDataAuditMixin, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin, NoDeleteInlineMixin, ReadOnlyAdminMixin
 from clinic.errors import DomainError, FieldError
+from clinic.lib import tax
+from clinic.lib.pdf import RenderError
 
 logger = logging.getLogger("billing.admin")
 

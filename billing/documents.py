@@ -2,7 +2,7 @@
 
 A TaxDocument holds what the page shows, as text and stored figures: it is built from the objects
 billing.selectors.invoice_get(..., detail=True) loads (with the HSN/SAC summary of
-billing.representations), never from figures computed again here. billing.pdf lays it out.
+billing.representations), never from figures computed again here. billing.document_pdf lays it out.
 
 Drafts are titled "DRAFT - NOT A TAX INVOICE" (they have no number yet); cancelled documents carry the
 mark CANCELLED.
@@ -19,11 +19,11 @@ from typing import Literal, cast
 
 from django.utils import timezone
 
-from billing.amount_words import rupees_in_words
 from billing.models import CreditNote, CreditNoteLine, Invoice, LineItem, Payment
 from billing.representations import HsnSummaryRow, hsn_summary
-from billing.tax import TaxCategory
 from clinic.errors import NotFound
+from clinic.lib.amount_words import rupees_in_words
+from clinic.lib.tax import TaxCategory
 from clinic.models import Branch
 from clinic.states import GST_STATE_CODES
 from patients.models import Patient

@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import F, Q
 
-from billing.tax import HSN_SAC_PATTERN, UNTAXED_CATEGORIES, TaxCategory
+from clinic.lib.tax import HSN_SAC_PATTERN, UNTAXED_CATEGORIES, TaxCategory
 from clinic.models import Branch, Department, TimeStampedModel
 from patients.models import Patient
 
@@ -243,7 +243,7 @@ class Invoice(TimeStampedModel):
 
 class LineItem(models.Model):
     """One billed service. Name, rate and tax rate are copied (from the catalogue entry when there is one);
-    the computed figures follow billing.tax and are written by the services only."""
+    the computed figures follow clinic.lib.tax and are written by the services only."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="line_items")

@@ -14,8 +14,8 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from billing import models
-from billing.tax import TaxCategory as TaxCategoryChoices
 from clinic.api.shapes import Doc, Number
+from clinic.lib.tax import TaxCategory as TaxCategoryChoices
 from clinic.states import GST_STATE_CODES
 
 ZERO = Decimal("0.00")

@@ -20,7 +20,7 @@ from django.db.models import DecimalField, Q, Sum
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
-from billing import events, locks, numbering, tax
+from billing import events, locks, numbering
 from billing.errors import DuplicatePayment, DuplicateRefund
 from billing.models import (
     BILLED_STATUSES,
@@ -34,6 +34,7 @@ from billing.models import (
 )
 from clinic.db import violated_constraint
 from clinic.errors import FieldError, InvalidState
+from clinic.lib import tax
 from clinic.models import Branch, Department
 from patients.models import Patient
 
@@ -63,7 +64,7 @@ class LineInput:
     quantity: Decimal = Decimal(1)
     discount: Decimal = Decimal("0.00")
     service: BillableService | None = None
-    tax_category: str = ""  # "" = from the rate (billing.tax.default_tax_category)
+    tax_category: str = ""  # "" = from the rate (clinic.lib.tax.default_tax_category)
     hsn_sac: str = ""
 
     @property

@@ -332,7 +332,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InvoiceStatusEnum": "billing.models.Invoice.Status",
         "AppointmentStatusEnum": "appointments.models.Appointment.Status",
-        "TaxCategoryEnum": "billing.tax.TaxCategory",
+        "TaxCategoryEnum": "clinic.lib.tax.TaxCategory",
         "StockMovementKindEnum": "pharmacy.models.MovementKind",
         "KindEnum": "lab.models.TestKind",
     },

@@ -1,5 +1,5 @@
 """The printable laboratory report of a lab order: an A4 PDF laid out with ReportLab's platypus, in the fonts,
-colours and text helpers of the printed invoices (billing.pdf).
+colours and text helpers of the printed invoices (clinic.lib.pdf).
 
 The page: the branch (name, address, phone) beside "LABORATORY REPORT" and the order number; the patient
 (name, patient id, sex, age), the doctor, when the specimen was collected and the priority; then each item
@@ -26,7 +26,7 @@ from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
 from reportlab.platypus import Flowable, KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
-from billing.pdf import (
+from clinic.lib.pdf import (
     BODY,
     BOLD,
     CELL,

@@ -16,7 +16,7 @@ from django.db.models import F, Q
 
 from appointments.models import Appointment
 from billing.models import Invoice
-from billing.tax import HSN_SAC_PATTERN, STATUTORY_RATES
+from clinic.lib.tax import HSN_SAC_PATTERN, STATUTORY_RATES
 from clinic.models import Branch, BranchYearCounter, Doctor, TimeStampedModel
 from patients.models import Medication, Patient
 

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from billing.tax import round_money
 from clinic.api.shapes import DateText, Doc, Format, Money, Number
+from clinic.lib.tax import round_money
 from patients.models import Patient
 from pharmacy import models
 

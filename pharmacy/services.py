@@ -22,9 +22,9 @@ from django.utils import timezone
 from appointments.models import Appointment
 from billing import services as billing_services
 from billing.models import Invoice
-from billing.tax import TaxCategory, inclusive_price_line
 from clinic.db import related_known, violated_constraint
 from clinic.errors import FieldError, InvalidState
+from clinic.lib.tax import TaxCategory, inclusive_price_line
 from clinic.models import Branch, Department, Doctor
 from patients import services as patient_services
 from patients.models import Patient
@@ -604,7 +604,7 @@ def _pharmacy_department() -> Department:
 
 def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) -> Invoice:
     """One invoice line per drug and price (quantity, HSN, GST rate, taxable goods; the MRP is what the patient
-    pays per unit, GST included: billing.tax.inclusive_price_line) on the patient's open draft at the branch
+    pays per unit, GST included: clinic.lib.tax.inclusive_price_line) on the patient's open draft at the branch
     (the latest), or a new draft; only through billing.services."""
     department = _pharmacy_department()
     grouped: dict[tuple[object, Decimal], tuple[Drug, int]] = {}

@@ -1,7 +1,7 @@
 """The printable GST documents (CONTRACT section 13): GET /api/v1/billing/invoices/{id}.pdf and
 GET /api/v1/billing/invoices/{id}/credit-notes/{credit_note_id}.pdf.
 
-The PDF is built whole in memory (billing.pdf) before the response exists: a document that cannot be
+The PDF is built whole in memory (billing.document_pdf) before the response exists: a document that cannot be
 rendered is the API's 500 problem (with a log line from the exception handler), never a part of a file.
 Branch restriction, scope and the patient-data audit are ClinicViewSet's, as for the invoice detail;
 Cache-Control: no-store is set on every API answer (clinic.security_headers) and here again.
@@ -18,11 +18,12 @@ from rest_framework import renderers
 from rest_framework.request import Request
 
 from billing import selectors
+from billing.document_pdf import pdf_response
 from billing.documents import credit_note_document, credit_note_of, invoice_document
 from billing.models import Invoice
-from billing.pdf import PDF, pdf_response
 from clinic.api.renderers import JSONRenderer
 from clinic.api.viewsets import ClinicViewSet
+from clinic.lib.pdf import PDF
 from integrations.models import ApiClient
 
 

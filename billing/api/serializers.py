@@ -11,10 +11,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from billing import services, tax
+from billing import services
 from billing.models import Invoice, Payment
 from clinic.api.serializers import AsciiDecimalField, StrictSerializer, visible_branch
 from clinic.errors import FieldError
+from clinic.lib import tax
 from clinic.models import Branch
 from patients.api.serializers import visible_patient
 from patients.models import Patient

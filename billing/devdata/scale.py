@@ -2,7 +2,7 @@
 invoices with 1-6 lines across departments, payments in every mode, credit notes and refunds, and the
 invoice and credit note number counters, loaded with COPY.
 
-Figures come from billing.tax, so stored totals are exactly what the services would compute; a credit note
+Figures come from clinic.lib.tax, so stored totals are exactly what the services would compute; a credit note
 line reverses tax with credit_line_tax, as billing.services does. Invoices are numbered in date order per
 branch and financial year with no gaps (a cancelled finalized invoice keeps its number); credit notes
 likewise, in their own series, by their date of issue. `paid`, `credited` and `refunded` are the exact sums
@@ -28,7 +28,8 @@ from typing import Any
 from django.db import transaction
 
 from billing.numbering import financial_year, format_credit_note_number, format_invoice_number
-from billing.tax import (
+from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
+from clinic.lib.tax import (
     LineTax,
     TaxCategory,
     Totals,
@@ -38,7 +39,6 @@ from billing.tax import (
     line_tax,
     place_of_supply,
 )
-from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
 from patients.devdata.scale import Patients
 
 CHUNK_INVOICES = 25_000

@@ -15,9 +15,9 @@ from rest_framework import renderers
 from rest_framework.request import Request
 
 from billing.api.documents import PdfRenderer
-from billing.pdf import PDF
 from clinic.api.renderers import JSONRenderer
 from clinic.api.viewsets import ClinicViewSet
+from clinic.lib.pdf import PDF
 from lab import selectors
 from lab.models import LabOrder
 from lab.report import lab_report_response

@@ -12,9 +12,10 @@ import factory
 from django.forms.models import model_to_dict
 from django.test import Client
 
-from billing import services, tax
+from billing import services
 from billing.models import BillableService, Invoice, InvoiceNumberCounter, Payment
 from clinic.api.renderers import dumps
+from clinic.lib import tax
 from tests.factories import DepartmentFactory
 from tests.helpers import bearer
 

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from billing import services
 from billing.models import Invoice, InvoiceNumberCounter
+from billing.numbering import financial_year, format_invoice_number
 from tests.billing.factories import INVOICES, body, make_invoice, post_json
 from tests.patients.factories import PatientFactory
 
@@ -126,3 +127,22 @@ def test_the_number_is_unique_per_branch_in_the_database(blr, patient, medicine)
 
     with pytest.raises(IntegrityError, match="invoice_number_unique_per_branch"), transaction.atomic():
         Invoice.objects.filter(pk=other.pk).update(invoice_number=invoice.invoice_number)
+
+
+@pytest.mark.parametrize(
+    ("day", "year"),
+    [
+        ("2026-03-31", "2025-26"),
+        ("2026-04-01", "2026-27"),
+        ("2027-03-31", "2026-27"),
+        ("2000-01-15", "1999-00"),
+        ("2099-12-31", "2099-00"),
+    ],
+)
+def test_the_indian_financial_year_runs_april_to_march(day, year):
+    assert financial_year(date.fromisoformat(day)) == year
+
+
+def test_invoice_numbers_are_zero_padded_to_five_digits():
+    assert format_invoice_number("BLR", "2026-27", 42) == "BLR/2026-27/00042"
+    assert format_invoice_number("MUM", "2026-27", 123456) == "MUM/2026-27/123456"

@@ -25,7 +25,7 @@ from reportlab.platypus import SimpleDocTemplate
 
 from billing import services
 from billing.models import CreditNote, Invoice
-from billing.pdf import RenderError
+from clinic.lib.pdf import RenderError
 from integrations.models import AuditLogEntry
 from tests.billing.factories import make_invoice, pay, snapshot
 from tests.helpers import bearer

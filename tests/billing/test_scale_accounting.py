@@ -25,7 +25,7 @@ from billing.models import (
     Invoice,
     LineItem,
 )
-from billing.tax import HSN_SAC_PATTERN, STATUTORY_RATES, LineTax, credit_line_tax
+from clinic.lib.tax import HSN_SAC_PATTERN, STATUTORY_RATES, LineTax, credit_line_tax
 from tests.billing.factories import INVOICES, post_json
 from tests.helpers import IST, sql_rows
 

@@ -1,4 +1,4 @@
-"""Amounts in the Indian numbering system (billing.amount_words): in words for the tax invoice's total, and
+"""Amounts in the Indian numbering system (clinic.lib.amount_words): in words for the tax invoice's total, and
 in figures grouped in lakhs and crores."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.amount_words import indian_figures, number_in_words, rupees_in_words
+from clinic.lib.amount_words import indian_figures, number_in_words, rupees_in_words
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_whole_numbers_below_a_hundred_are_spelled_without_hyphens():
         ("1000000000", "1,00,00,00,000.00"),
         ("999999999999.99", "9,99,99,99,99,999.99"),
         ("-1500", "-1,500.00"),
-        ("2.005", "2.01"),  # half-up, as billing.tax rounds
+        ("2.005", "2.01"),  # half-up, as clinic.lib.tax rounds
     ],
 )
 def test_figures_are_grouped_in_thousands_then_lakhs_and_crores(amount, figures):

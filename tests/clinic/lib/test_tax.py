@@ -1,5 +1,5 @@
 """GST arithmetic (CONTRACT section 8): a table of worked lines, the .005 boundaries, the odd-paisa split,
-and an independent integer-paise implementation checked against billing.tax over random lines."""
+and an independent integer-paise implementation checked against clinic.lib.tax over random lines."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from billing import tax
-from billing.numbering import financial_year, format_invoice_number
-from billing.tax import (
+from clinic.lib import tax
+from clinic.lib.tax import (
     DiscountTooLarge,
     LineTax,
     inclusive_price_line,
@@ -173,27 +172,6 @@ def test_interstate_compares_states_ignoring_case_and_spaces_and_unknown_is_loca
     patient_state, branch_state, interstate
 ):
     assert is_interstate(patient_state=patient_state, branch_state=branch_state) is interstate
-
-
-@pytest.mark.parametrize(
-    ("day", "year"),
-    [
-        ("2026-03-31", "2025-26"),
-        ("2026-04-01", "2026-27"),
-        ("2027-03-31", "2026-27"),
-        ("2000-01-15", "1999-00"),
-        ("2099-12-31", "2099-00"),
-    ],
-)
-def test_the_indian_financial_year_runs_april_to_march(day, year):
-    from datetime import date
-
-    assert financial_year(date.fromisoformat(day)) == year
-
-
-def test_invoice_numbers_are_zero_padded_to_five_digits():
-    assert format_invoice_number("BLR", "2026-27", 42) == "BLR/2026-27/00042"
-    assert format_invoice_number("MUM", "2026-27", 123456) == "MUM/2026-27/123456"
 
 
 @pytest.mark.parametrize(

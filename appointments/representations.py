@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from appointments import models
 from appointments.slots import Cell
-from clinic.api.shapes import Doc, Format
+from clinic.lib.shapes import Doc, Format
 
 
 class AppointmentPatient(TypedDict):

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from billing import models
-from clinic.api.shapes import Doc, Number
+from clinic.lib.shapes import Doc, Number
 from clinic.lib.tax import TaxCategory as TaxCategoryChoices
 from clinic.states import GST_STATE_CODES
 

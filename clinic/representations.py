@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, TypedDict
 
-from clinic.api.shapes import Choices, Doc, Range, UUIDText
+from clinic.lib.shapes import Choices, Doc, Range, UUIDText
 from clinic.models import Branch as BranchModel
 from clinic.models import Doctor
 from clinic.selectors import client_branch_ids

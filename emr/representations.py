@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Annotated, Any, TypedDict, cast
 from zoneinfo import ZoneInfo
 
-from clinic.api.shapes import DateText, Doc, Format, Number, UUIDText
+from clinic.lib.shapes import DateText, Doc, Format, Number, UUIDText
 from emr.selectors import ClinicalRecord, SectionPage
 from lab import models as lab_models
 from patients import models as patient_models

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Annotated, TypedDict
 from zoneinfo import ZoneInfo
 
-from clinic.api.shapes import Doc, Format, Number
+from clinic.lib.shapes import Doc, Format, Number
 from lab import models
 
 # --- Catalogue ---------------------------------------------------------------------------------------------

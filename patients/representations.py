@@ -10,7 +10,7 @@ from datetime import date, datetime
 from typing import Annotated, Any, Literal, TypedDict, cast
 from zoneinfo import ZoneInfo
 
-from clinic.api.shapes import DateText, DateTimeText, Doc, Format, UUIDText
+from clinic.lib.shapes import DateText, DateTimeText, Doc, Format, UUIDText
 from patients import selectors
 from patients.models import Patient
 

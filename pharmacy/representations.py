@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from clinic.api.shapes import DateText, Doc, Format, Money, Number
+from clinic.lib.shapes import DateText, Doc, Format, Money, Number
 from clinic.lib.tax import round_money
 from patients.models import Patient
 from pharmacy import models

@@ -14,7 +14,8 @@ type cannot say is added with `Annotated` metadata:
     by_mode: dict[str, Annotated[Decimal, Money]]     # an object whose values all have this shape
     registered_at: DateTimeText                       # a value the builder already wrote as ISO text
 
-`X | None` is nullable; `NotRequired[...]` keys may be absent.
+`X | None` is nullable; `NotRequired[...]` keys may be absent. The markers live in clinic.lib.shapes, which
+imports no DRF, so that representations do not depend on the API package.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from __future__ import annotations
 import datetime
 import types
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal
-from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
 
@@ -32,58 +31,13 @@ from django.db.models import Choices as DjangoChoices
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
-
-@dataclass(frozen=True)
-class Doc:
-    """The field's description in the OpenAPI document."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Number:
-    """A decimal sent as a JSON number with this precision (money is `Money`)."""
-
-    max_digits: int
-    decimal_places: int
-
-
-Money = Number(max_digits=12, decimal_places=2)
-
-
-class Format(Enum):
-    EMAIL = "email"
-    URI = "uri"
-    # Text that a builder writes itself (a local time with its branch's offset, an id read as text from
-    # SQL): the string is what goes on the wire, the format says what it holds.
-    UUID = "uuid"
-    DATE = "date"
-    DATE_TIME = "date-time"
-
+from clinic.lib.shapes import Choices, Doc, Format, Money, Number, Range
 
 _TEXT_FIELDS: dict[Format, type[serializers.Field]] = {
     Format.UUID: serializers.UUIDField,
     Format.DATE: serializers.DateField,
     Format.DATE_TIME: serializers.DateTimeField,
 }
-UUIDText = Annotated[str, Format.UUID]
-DateText = Annotated[str, Format.DATE]
-DateTimeText = Annotated[str, Format.DATE_TIME]
-
-
-@dataclass(frozen=True)
-class Choices:
-    """A string enum with the values and labels of a Django `TextChoices` (a `Literal` has no labels)."""
-
-    enum: type[Any]
-
-
-@dataclass(frozen=True)
-class Range:
-    """Bounds of an integer or decimal field."""
-
-    minimum: int | None = None
-    maximum: int | None = None
 
 
 def _unwrap(hint: Any) -> tuple[Any, list[Any], bool]:

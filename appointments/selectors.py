@@ -48,6 +48,15 @@ def appointment_get(*, client: ApiClient, appointment_id: str) -> Appointment:
     return appointment
 
 
+def appointment_visible_get(*, client: ApiClient, appointment_id: uuid.UUID) -> Appointment:
+    """An appointment named by another domain's body (a lab order, a prescription), from the client's
+    branches only: the message those bodies give on their appointment_id field otherwise."""
+    appointment = visible_appointments(client).filter(id=appointment_id).first()
+    if appointment is None:
+        raise NotFound(f"No appointment {appointment_id} available to this client.")
+    return appointment
+
+
 def doctor_filter_check(*, client: ApiClient, doctor_id: uuid.UUID) -> None:
     """A doctor named in a list filter must exist at one of the client's branches (inactive doctors
     included: their past appointments stay listable). Otherwise NotFound, as for an unknown id, so the

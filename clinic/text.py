@@ -1,4 +1,5 @@
-"""Character rules shared by the request checks and the domain validators (CONTRACT section 11)."""
+"""Character rules shared by the request checks and the domain validators (CONTRACT section 11), and the LIKE
+pattern of a prefix search (patient names, FHIR Patient?name=)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ def has_non_ascii_digit(text: str) -> bool:
     # An ASCII string (nearly every one: paths, ids, query values) has none, and str.isascii() says so
     # without a Python-level loop over its characters.
     return not text.isascii() and any(ch.isdigit() and not ch.isascii() for ch in text)
+
+
+def like_prefix(word: str) -> str:
+    """A LIKE pattern for words starting with `word`, its own wildcards taken literally."""
+    return re.sub(r"([\\%_])", r"\\\1", word) + "%"

@@ -33,6 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from clinic.text import like_prefix
 from patients.identifiers import normalise_patient_ref
 
 MIN_PHONE_TAIL = 4
@@ -66,11 +67,6 @@ class SearchFilters:
 def letter_key(text: str) -> str:
     """As patients_letter_key() in SQL: each word's letters sorted by code point, words kept in order."""
     return " ".join("".join(sorted(word)) for word in text.split())
-
-
-def like_prefix(word: str) -> str:
-    """A LIKE pattern for words starting with `word`, its own wildcards taken literally."""
-    return re.sub(r"([\\%_])", r"\\\1", word) + "%"
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:

@@ -105,6 +105,15 @@ def patient_get(*, client: ApiClient, ref: str) -> Patient:
     return patient
 
 
+def patient_visible_get(*, client: ApiClient, ref: str) -> Patient:
+    """A patient named by another domain's body or query (a lab order, an invoice, a prescription): as
+    patient_get, with the message those bodies give on their patient_id field."""
+    try:
+        return patient_get(client=client, ref=ref)
+    except NotFound:
+        raise NotFound("No such patient available to this client.") from None
+
+
 # id, type, start, end (UTC ISO strings), doctor id, doctor name, department, branch id, branch time zone,
 # reason; ids as text.
 VisitRow = tuple[str, str, str, str | None, str | None, str | None, str | None, str, str, str]

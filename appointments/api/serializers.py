@@ -9,9 +9,8 @@ from rest_framework import serializers
 
 from appointments.models import Appointment
 from appointments.selectors import branch_filter_check, doctor_filter_check
-from clinic.api.serializers import OffsetDateTimeField, StrictSerializer, client_of
+from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
 from clinic.errors import NotFound
-from clinic.selectors import client_branch_ids
 from patients.models import Patient
 from patients.selectors import patient_get
 
@@ -89,15 +88,3 @@ class AppointmentListParams(serializers.Serializer):
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
             raise serializers.ValidationError({"date_to": "Must not be before date_from."})
         return attrs
-
-
-def visible_appointment(field: serializers.Field, appointment_id: Any) -> Appointment | None:
-    """An appointment_id of another domain's body (a lab order, a prescription), as its appointment: a 400 on the
-    field unless it exists at a branch the client may see; None stays None."""
-    if appointment_id is None:
-        return None
-    allowed = client_branch_ids(client_of(field))
-    appointment = Appointment.objects.filter(id=appointment_id).first()
-    if appointment is None or (allowed is not None and appointment.branch_id not in allowed):
-        raise serializers.ValidationError(f"No appointment {appointment_id} available to this client.")
-    return appointment

@@ -21,26 +21,10 @@ from billing import selectors
 from billing.document_pdf import pdf_response
 from billing.documents import credit_note_document, credit_note_of, invoice_document
 from billing.models import Invoice
-from clinic.api.renderers import JSONRenderer
+from clinic.api.renderers import JSONRenderer, PdfRenderer
 from clinic.api.viewsets import ClinicViewSet
 from clinic.lib.pdf import PDF
 from integrations.models import ApiClient
-
-
-class PdfRenderer(renderers.BaseRenderer):
-    """Lets content negotiation accept `Accept: application/pdf`. The handlers answer with the rendered
-    bytes themselves (an HttpResponse) and problems are always JSON (clinic.api.errors.ProblemResponse), so
-    anything else reaching this renderer is a bug: it fails loudly rather than send an empty PDF."""
-
-    media_type = PDF
-    format = "pdf"
-    charset = None
-    render_style = "binary"
-
-    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
-        if isinstance(data, bytes):
-            return data
-        raise TypeError(f"PdfRenderer renders bytes, not {type(data).__name__}.")
 
 
 def invoice_pdf_response(invoice: Invoice) -> HttpResponse:

@@ -13,12 +13,12 @@ from rest_framework import serializers
 
 from billing import services
 from billing.models import Invoice, Payment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer, visible_branch
+from clinic.api.serializers import AsciiDecimalField, StrictSerializer, visible, visible_branch
 from clinic.errors import FieldError
 from clinic.lib import tax
 from clinic.models import Branch
-from patients.api.serializers import visible_patient
 from patients.models import Patient
+from patients.selectors import patient_visible_get
 
 MAX_LINE_ITEMS = 100
 MAX_QUANTITY = Decimal(10000)
@@ -107,7 +107,7 @@ class InvoiceCreateSerializer(StrictSerializer):
     finalize = serializers.BooleanField(default=False, help_text="Finalize at once (assigns the number).")
 
     def validate_patient_id(self, value: str) -> Patient:
-        patient = visible_patient(self, value)
+        patient = visible(self, patient_visible_get, ref=value)
         if not patient.is_active:
             raise serializers.ValidationError("This patient record is inactive (merged or erroneous).")
         return patient
@@ -260,7 +260,7 @@ class InvoiceListParams(serializers.Serializer):
     branch_id = serializers.UUIDField(required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible_patient(self, value)
+        return visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
         return visible_branch(self, value).id

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from billing import selectors, services
 from billing.api import schema
-from billing.api.documents import PDF, PdfRenderer, invoice_pdf_response
+from billing.api.documents import invoice_pdf_response
 from billing.api.serializers import (
     CancelSerializer,
     CreditNoteSerializer,
@@ -51,9 +51,11 @@ from billing.representations import (
     refund_result,
 )
 from clinic.api.pagination import HeaderPagination, PageParams
+from clinic.api.renderers import PdfRenderer
 from clinic.api.schema import error_example, location_header, pagination_parameters
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
+from clinic.lib.pdf import PDF
 from clinic.selectors import branch_only_default
 from integrations.models import ApiClient
 

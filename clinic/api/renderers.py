@@ -1,35 +1,14 @@
-"""JSON rendering that writes Decimal values as exact JSON numbers (1180.5), never through float."""
+"""JSON rendering that writes Decimal values as exact JSON numbers (1180.5), never through float; and the
+renderer that lets an endpoint answer a PDF (the printed invoice, the lab report)."""
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from typing import Any
 
-import simplejson
 from rest_framework import renderers
 
-
-def _default(value: Any) -> Any:
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def dumps(data: Any, *, sort_keys: bool = False) -> bytes:
-    # use_decimal writes Decimal('1180.50') as the JSON number 1180.50: exact, no binary float.
-    return simplejson.dumps(
-        data,
-        use_decimal=True,
-        default=_default,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        sort_keys=sort_keys,
-    ).encode()
+from clinic.lib.jsonbody import dumps
+from clinic.lib.pdf import PDF
 
 
 class JSONRenderer(renderers.JSONRenderer):
@@ -40,3 +19,19 @@ class JSONRenderer(renderers.JSONRenderer):
         if data is None:
             return b""
         return dumps(data)
+
+
+class PdfRenderer(renderers.BaseRenderer):
+    """Lets content negotiation accept `Accept: application/pdf`. The handlers answer with the rendered
+    bytes themselves (an HttpResponse) and problems are always JSON (clinic.api.errors.ProblemResponse), so
+    anything else reaching this renderer is a bug: it fails loudly rather than send an empty PDF."""
+
+    media_type = PDF
+    format = "pdf"
+    charset = None
+    render_style = "binary"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        if isinstance(data, bytes):
+            return data
+        raise TypeError(f"PdfRenderer renders bytes, not {type(data).__name__}.")

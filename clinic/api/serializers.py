@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
@@ -14,6 +14,8 @@ from clinic.selectors import branch_visible_get
 from clinic.states import state_resolve
 from clinic.text import has_non_ascii_digit
 from integrations.models import ApiClient
+
+T = TypeVar("T")
 
 
 class StrictSerializer(serializers.Serializer):
@@ -153,6 +155,16 @@ def visible_branch(field: serializers.Field, branch_id: Any) -> Branch:
     """A branch_id of a body or query, as its branch: a 400 on the field unless the client may see it."""
     try:
         return branch_visible_get(client=client_of(field), branch_id=branch_id)
+    except NotFound as exc:
+        raise serializers.ValidationError(exc.detail) from None
+
+
+def visible(field: serializers.Field, read: Callable[..., T], **key: Any) -> T:
+    """Another domain's row named in a body or query (a lab order's patient, a prescription's appointment),
+    read by its owning app's selector for the calling client, `read(client=..., **key)`: a 400 on the field,
+    with the selector's message, when it answers NotFound. The apps share this, not each other's serializers."""
+    try:
+        return read(client=client_of(field), **key)
     except NotFound as exc:
         raise serializers.ValidationError(exc.detail) from None
 

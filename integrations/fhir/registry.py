@@ -19,6 +19,7 @@ from django.db.models.lookups import Exact
 from appointments.selectors import visible_appointments
 from clinic.models import Branch
 from clinic.selectors import branch_list, visible_doctors
+from clinic.text import like_prefix
 from integrations.fhir import mapping
 from integrations.fhir.search import (
     SearchParam,
@@ -32,7 +33,6 @@ from integrations.models import ApiClient
 from lab.models import LabResult
 from lab.selectors import visible_lab_items, visible_lab_results
 from patients.identifiers import normalise_abha, normalise_patient_ref
-from patients.search import like_prefix
 from patients.selectors import visible_allergies, visible_diagnoses, visible_patients, visible_visits
 from pharmacy.selectors import visible_dispense_lines, visible_prescription_items
 

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
-from appointments.slots import free_cells
+from appointments.ports import doctor_free_cells
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import doctor_branches_visible, doctor_get
@@ -101,7 +101,7 @@ def slot_search(client: ApiClient, params: list[tuple[str, str]]) -> list[dict[s
     found = []
     for branch in _branches(client, doctor, single.get("location")):
         for day in days:
-            for cell in free_cells(doctor=doctor, branch=branch, day=day, duration=duration):
+            for cell in doctor_free_cells(doctor=doctor, branch=branch, day=day, duration=duration):
                 found.append(slot_resource(doctor, branch, cell.start, cell.end))
     found.sort(key=lambda slot: (slot["start"], slot["id"]))
     return found
@@ -127,7 +127,7 @@ def slot_read(client: ApiClient, key: str) -> dict[str, Any]:
     except (OverflowError, ValueError, OSError):
         raise missing from None
     duration = timedelta(minutes=doctor.default_slot_minutes)
-    cells = free_cells(doctor=doctor, branch=branch, day=start.date(), duration=duration)
+    cells = doctor_free_cells(doctor=doctor, branch=branch, day=start.date(), duration=duration)
     cell = next((cell for cell in cells if cell.start == start), None)
     if cell is None:
         raise missing

@@ -18,8 +18,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from clinic.api import renderers
 from clinic.crypto import decrypt, encrypt
+from clinic.lib import jsonbody
 from clinic.models import Branch
 from integrations.webhooks import signing
 from integrations.webhooks.registry import NAME_MAX_LENGTH, event_kinds
@@ -177,7 +177,7 @@ class PayloadEncoder(json.JSONEncoder):
     number, never a string nor a float; dates, times and UUIDs as the API shows them."""
 
     def encode(self, o: object) -> str:
-        return renderers.dumps(o).decode()
+        return jsonbody.dumps(o).decode()
 
 
 class PayloadDecoder(json.JSONDecoder):
@@ -213,7 +213,7 @@ class WebhookEvent(models.Model):
             "timestamp": self.created_at.isoformat(),
             "data": self.payload,
         }
-        return renderers.dumps(envelope)
+        return jsonbody.dumps(envelope)
 
 
 class WebhookDelivery(models.Model):

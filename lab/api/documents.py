@@ -14,8 +14,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import renderers
 from rest_framework.request import Request
 
-from billing.api.documents import PdfRenderer
-from clinic.api.renderers import JSONRenderer
+from clinic.api.renderers import JSONRenderer, PdfRenderer
 from clinic.api.viewsets import ClinicViewSet
 from clinic.lib.pdf import PDF
 from lab import selectors

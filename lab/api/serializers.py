@@ -9,21 +9,22 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from appointments.api.serializers import visible_appointment
 from appointments.models import Appointment
+from appointments.selectors import appointment_visible_get
 from clinic.api.serializers import (
     BoundedListField,
     OffsetDateTimeField,
     StrictSerializer,
     known_doctor,
+    visible,
     visible_branch,
 )
 from clinic.models import Branch, Doctor
 from lab.models import LabTest, OrderStatus, Priority, ResultStatus
 from lab.results import MAX_RESULTS, ResultInput
 from lab.services import MAX_TESTS
-from patients.api.serializers import visible_patient
 from patients.models import Patient
+from patients.selectors import patient_visible_get
 
 # --- Orders
 
@@ -53,7 +54,7 @@ class LabOrderCreateSerializer(StrictSerializer):
     )
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible_patient(self, value)
+        return visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
         return visible_branch(self, value)
@@ -62,7 +63,7 @@ class LabOrderCreateSerializer(StrictSerializer):
         return known_doctor(value)
 
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
-        return visible_appointment(self, value)
+        return None if value is None else visible(self, appointment_visible_get, appointment_id=value)
 
     def validate_tests(self, value: list[str]) -> list[LabTest]:
         """Codes to tests in the order sent; an unknown code is named by its index (tests.1)."""
@@ -98,7 +99,7 @@ class LabOrderListParams(serializers.Serializer):
     priority = serializers.ChoiceField(choices=Priority.choices, required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible_patient(self, value)
+        return visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
         return visible_branch(self, value)

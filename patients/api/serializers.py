@@ -10,11 +10,9 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from clinic.api.serializers import IndianStateField, StrictSerializer, client_of
-from clinic.errors import NotFound
+from clinic.api.serializers import IndianStateField, StrictSerializer
 from patients.identifiers import normalise_aadhaar, normalise_abha, normalise_phone
 from patients.models import Patient
-from patients.selectors import patient_get
 
 EARLIEST_BIRTH_DATE = date(1900, 1, 1)
 
@@ -106,12 +104,3 @@ class PatientListParams(serializers.Serializer):
     )
     branch_id = serializers.UUIDField(required=False, help_text="Only patients registered at this branch.")
     registered_after = serializers.DateField(required=False, help_text="Only patients registered after this day.")
-
-
-def visible_patient(field: serializers.Field, ref: str) -> Patient:
-    """A patient reference (UUID or PAT-id) of another domain's body or query, as its patient: a 400 on the
-    field unless the client may see the patient."""
-    try:
-        return patient_get(client=client_of(field), ref=ref)
-    except NotFound:
-        raise serializers.ValidationError("No such patient available to this client.") from None

@@ -10,13 +10,20 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from appointments.api.serializers import visible_appointment
 from appointments.models import Appointment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer, client_of, known_doctor, visible_branch
+from appointments.selectors import appointment_visible_get
+from clinic.api.serializers import (
+    AsciiDecimalField,
+    StrictSerializer,
+    client_of,
+    known_doctor,
+    visible,
+    visible_branch,
+)
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
-from patients.api.serializers import visible_patient
 from patients.models import Patient
+from patients.selectors import patient_visible_get
 from pharmacy import selectors
 from pharmacy.models import MAX_QUANTITY, Drug, DrugForm, Prescription, PrescriptionStatus, Schedule
 from pharmacy.services import MAX_ITEMS, DispenseItem, PrescribedItem, ReturnItem
@@ -188,7 +195,7 @@ class PrescriptionCreateSerializer(StrictSerializer):
         return super().to_internal_value(data)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible_patient(self, value)
+        return visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
         return visible_branch(self, value)
@@ -197,7 +204,7 @@ class PrescriptionCreateSerializer(StrictSerializer):
         return known_doctor(value)
 
     def validate_appointment_id(self, value: uuid.UUID | None) -> Appointment | None:
-        return visible_appointment(self, value)
+        return None if value is None else visible(self, appointment_visible_get, appointment_id=value)
 
     def validate_items(self, value: list[dict[str, Any]]) -> list[PrescribedItem]:
         return [PrescribedItem(**item) for item in value]
@@ -216,7 +223,7 @@ class _DatedListParams(serializers.Serializer):
     date_to = serializers.DateField(required=False, help_text="Created on or before this day (branch-local).")
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible_patient(self, value)
+        return visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
         return visible_branch(self, value).id
@@ -263,7 +270,7 @@ class DispenseCreateSerializer(StrictSerializer):
     )
 
     def validate_patient_id(self, value: str | None) -> Patient | None:
-        return None if value is None else visible_patient(self, value)
+        return None if value is None else visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
         return visible_branch(self, value)

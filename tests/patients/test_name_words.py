@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from clinic.text import like_prefix
 from patients.models import Patient
-from patients.search import like_prefix
 from tests.helpers import bearer, sql_rows
 from tests.patients.factories import PatientFactory
 

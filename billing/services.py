@@ -269,6 +269,24 @@ def line_item_add(*, invoice: Invoice, item: LineInput) -> LineItem:
 
 
 @transaction.atomic
+def invoice_draft_lines_add(*, branch: Branch, patient: Patient, lines: Sequence[LineInput]) -> Invoice:
+    """Bill `lines` on the patient's open draft at the branch (the latest one), or on a new draft: how a lab
+    order and a dispense bill. The draft is locked once for all the lines (billing.locks), so they land
+    together and a concurrent finalization either comes before (then 409, nothing added) or after them."""
+    draft = (
+        Invoice.objects.filter(branch=branch, patient=patient, status=Invoice.Status.DRAFT)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if draft is None:
+        return invoice_create(branch=branch, patient=patient, line_items=lines)
+    draft = _lock(draft, "edit")
+    for line in lines:
+        line_item_add(invoice=draft, item=line)
+    return draft
+
+
+@transaction.atomic
 def line_item_update(*, line_item: LineItem, item: LineInput) -> LineItem:
     """Replace what a line of a draft bills (same position) and update the invoice's totals."""
     invoice = _lock(line_item.invoice, "edit")

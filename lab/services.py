@@ -98,19 +98,10 @@ def _line(test: LabTest) -> billing_services.LineInput:
 
 
 def _bill(*, branch: Branch, patient: Patient, tests: Sequence[LabTest]) -> Invoice:
-    """Add the tests' catalogue items to the patient's open draft at the branch (the latest one), or to a new
-    draft; only through billing.services, which locks the draft and recomputes its totals."""
+    """The tests' catalogue items on the patient's open draft at the branch, or on a new draft (billing
+    finds the draft, locks it and recomputes its totals)."""
     lines = [_line(test) for test in tests]
-    draft = (
-        Invoice.objects.filter(branch=branch, patient=patient, status=Invoice.Status.DRAFT)
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    if draft is None:
-        return billing_services.invoice_create(branch=branch, patient=patient, line_items=lines)
-    for line in lines:
-        billing_services.line_item_add(invoice=draft, item=line)
-    return draft
+    return billing_services.invoice_draft_lines_add(branch=branch, patient=patient, lines=lines)
 
 
 @transaction.atomic

@@ -598,8 +598,12 @@ def _draws(
 
 
 def _pharmacy_department() -> Department:
-    found = Department.objects.filter(name__iexact=PHARMACY_DEPARTMENT).first()
-    return found or Department.objects.create(name=PHARMACY_DEPARTMENT)
+    # get_or_create inserts in a savepoint and reads again on an IntegrityError: two first dispenses at once
+    # meet at department_name_unique_ci (case-insensitive, as the lookup) and share the one row.
+    department, _ = Department.objects.get_or_create(
+        name__iexact=PHARMACY_DEPARTMENT, defaults={"name": PHARMACY_DEPARTMENT}
+    )
+    return department
 
 
 def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) -> Invoice:
@@ -628,16 +632,7 @@ def _bill(*, branch: Branch, patient: Patient, lines: Sequence[DispenseLine]) ->
                 hsn_sac=drug.hsn_code,
             )
         )
-    draft = (
-        Invoice.objects.filter(branch=branch, patient=patient, status=Invoice.Status.DRAFT)
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    if draft is None:
-        return billing_services.invoice_create(branch=branch, patient=patient, line_items=inputs)
-    for line_input in inputs:
-        billing_services.line_item_add(invoice=draft, item=line_input)
-    return draft
+    return billing_services.invoice_draft_lines_add(branch=branch, patient=patient, lines=inputs)
 
 
 @transaction.atomic

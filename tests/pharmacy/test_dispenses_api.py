@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from billing.models import Invoice
+from clinic.models import Department
 from integrations.models import AuditLogEntry
 from integrations.webhooks.models import WebhookEvent
 from pharmacy.models import Batch, ControlledDrugEntry, Dispense, StockMovement
@@ -434,6 +435,24 @@ def test_bill_true_lands_on_the_patients_open_draft(client, world):
     assert body(response)["invoice_id"] == str(draft.id)
     assert Invoice.objects.count() == 1
     assert draft.line_items.count() == 2
+
+
+def test_billing_reuses_a_pharmacy_department_of_any_case_and_never_adds_a_second(client, world):
+    existing = Department.objects.create(name="PHARMACY")
+    world.receive(world.para, "P", 50)
+
+    responses = [
+        _post(
+            client,
+            world,
+            {"patient_id": world.patient.patient_id, "items": [{"drug": "PARA500", "quantity": 1}], "bill": True},
+        )
+        for _ in range(2)
+    ]
+
+    assert [response.status_code for response in responses] == [201, 201]
+    assert list(Department.objects.filter(name__iexact="pharmacy").values_list("id", flat=True)) == [existing.id]
+    assert set(Invoice.objects.get().line_items.values_list("department_id", flat=True)) == {existing.id}
 
 
 def test_bill_without_a_patient_is_a_400_naming_patient_id(client, world):

@@ -233,9 +233,7 @@ class Listener:
             except mllp.FrameError as exc:
                 logger.info("HL7 connection from %s closed: %s", peer, exc)
                 if "larger" in str(exc):
-                    ack = acks.ack_build(
-                        code="AR", control_id="", msh=None, problems=[acks.Problem("100", str(exc))]
-                    )
+                    ack = acks.ack_build(code="AR", control_id="", msh=None, problems=[acks.Problem("100", str(exc))])
                     writer.write(mllp.frame(ack))
                     await writer.drain()
                 return

@@ -22,7 +22,7 @@ class CancellationWindow(Conflict):
 
 
 class OutsideAllowedTime(Conflict):
-    """A status change asked for at a time the appointment's schedule does not allow (CONTRACT section 11)."""
+    """A status change asked for at a time the appointment's schedule does not allow (docs/api-rules.md §7)."""
 
     code = "outside_allowed_time"
     title = "Not allowed at this time"

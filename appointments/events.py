@@ -1,5 +1,5 @@
 """The appointment events: their names, their registration, their payloads (the appointment object of
-CONTRACT section 7) and their publication (CONTRACT section 9).
+docs/api-rules.md §10) and their publication (docs/api-rules.md §8).
 
 Every other module names an appointment event by its constant here; the wire names are the values.
 """

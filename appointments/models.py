@@ -150,7 +150,7 @@ class Appointment(TimeStampedModel):
         Visit,
         null=True,
         blank=True,
-        on_delete=models.PROTECT,  # visits are never deleted (CONTRACT section 11)
+        on_delete=models.PROTECT,  # visits are never deleted (docs/api-rules.md §7)
         related_name="appointment",
         help_text="The outpatient visit added to the patient's history when the appointment was completed.",
     )

@@ -1,4 +1,4 @@
-"""Writes on appointments: booking and the lifecycle of CONTRACT section 7.
+"""Writes on appointments: booking and the lifecycle of docs/api-rules.md §10.
 
 Booking is race-safe: the free-cell rule is checked in Python for a clear answer, and PostgreSQL's
 exclusion constraints make a double booking impossible even when two requests pass that check at once.
@@ -26,7 +26,7 @@ from patients.models import Patient, Visit
 
 Status = Appointment.Status
 
-# CONTRACT section 7: the only transitions; anything else is 409 invalid_state.
+# docs/api-rules.md §10: the only transitions; anything else is 409 invalid_state.
 TRANSITIONS: dict[str, tuple[Status, ...]] = {
     "reschedule": (Status.BOOKED,),
     "cancel": (Status.BOOKED,),

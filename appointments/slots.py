@@ -1,4 +1,4 @@
-"""The free-slot grid of CONTRACT section 6: one rule set for GET slots and for booking.
+"""The free-slot grid of docs/api-rules.md §10: one rule set for GET slots and for booking.
 
 A doctor's sessions at a branch on a local date, minus leave and branch holidays, cut into cells of
 `duration` minutes from each session's start (a remainder shorter than a cell is dropped), minus cells

@@ -1,4 +1,4 @@
-"""The fault suite (issue 20, CONTRACT section 18): the service deployed as production runs it, broken on
+"""The fault suite (issue 20, docs/operations.md §1): the service deployed as production runs it, broken on
 purpose under load, and the right-hand column of issue 20's table asserted.
 
     .venv/bin/python bench/faults.py [--keep] [--output bench/results/faults.md]

@@ -62,7 +62,7 @@ TARGETS: list[tuple[str, str, float, str]] = [
     ("invoice_detail", "c1_p95", 30, "p95 <= 30 ms"),
     ("payment", "c1_p95", 40, "p95 <= 40 ms"),
     ("summary_all_year", "c1_p95", 250, "p95 <= 250 ms"),
-    # Billing for accountants (CONTRACT section 13): the summary, which now also reads the credit note and refund
+    # Billing for accountants (docs/api-rules.md §12): the summary, which now also reads the credit note and refund
     # rollups, within its p95 before them (SUMMARY_BEFORE); a credit note and the GST invoice PDF.
     ("summary_branch_month", "c1_p95", 18.07, "p95 <= 18.07 ms (before credit notes)"),
     ("summary_all_year", "c1_p95", 23.96, "p95 <= 23.96 ms (before credit notes)"),

@@ -346,7 +346,7 @@ def _accounting_scenarios(
     write_pool: int,
     exclude: set[Any],
 ) -> list[Scenario]:
-    """Credit notes (CONTRACT section 13): 10 rupees of taxable value off the first line worth at least that
+    """Credit notes (docs/api-rules.md §12): 10 rupees of taxable value off the first line worth at least that
     of a billed invoice with no credit note yet, another invoice each time (none the payments use); and the
     GST invoice PDF of billed invoices, a tenth of them credited (the notes and refunds are printed too)."""
     creditable = conn.execute(

@@ -1,4 +1,4 @@
-"""The printable GST documents (CONTRACT section 13): a tax invoice, and a credit note in the same layout.
+"""The printable GST documents (docs/api-rules.md §12): a tax invoice, and a credit note in the same layout.
 
 A TaxDocument holds what the page shows, as text and stored figures: it is built from the objects
 billing.selectors.invoice_get(..., detail=True) loads (with the HSN/SAC summary of

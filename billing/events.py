@@ -1,4 +1,4 @@
-"""The billing events (CONTRACT section 12): their names, their registration, and their publication.
+"""The billing events (docs/api-rules.md §8): their names, their registration, and their publication.
 
 Each carries the API representation of what happened, as the API returns it: `invoice.finalized` and
 `invoice.cancelled` the invoice detail; `payment.recorded`, `credit_note.issued` and `refund.recorded` the

@@ -99,7 +99,7 @@ class Invoice(TimeStampedModel):
     financial_year = models.CharField(  # noqa: DJ001
         max_length=7, null=True, blank=True, editable=False, help_text="e.g. 2026-27"
     )
-    # Fixed when the invoice is created: the patient's state against the branch's (CONTRACT section 8).
+    # Fixed when the invoice is created: the patient's state against the branch's (docs/api-rules.md §11).
     place_of_supply = models.CharField(max_length=100, editable=False)
     interstate = models.BooleanField(default=False, editable=False, help_text="IGST instead of CGST + SGST.")
     sub_total = models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False)
@@ -228,7 +228,7 @@ class Invoice(TimeStampedModel):
 
     @property
     def balance(self) -> Decimal:
-        """Left to collect: never negative (CONTRACT section 13)."""
+        """Left to collect: never negative (docs/api-rules.md §12)."""
         return max(ZERO, self.net_total - self.net_paid)
 
     @property
@@ -368,7 +368,7 @@ def _money_column(help_text: str = "") -> models.DecimalField:
 
 
 class CreditNote(models.Model):
-    """A GST credit note against an issued invoice (CONTRACT section 13): it reduces what the invoice asks,
+    """A GST credit note against an issued invoice (docs/api-rules.md §12): it reduces what the invoice asks,
     line by line, with the tax each line carried; the invoice's own lines never change. Numbered per branch
     per financial year of its date in its own gap-free series (BLR/CN/2026-27/00001). Never updated or
     deleted (a trigger refuses both, as for payments)."""

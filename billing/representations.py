@@ -1,4 +1,4 @@
-"""The billing response bodies (CONTRACT section 8): one TypedDict per shape, named as its OpenAPI component
+"""The billing response bodies (docs/api-rules.md §11): one TypedDict per shape, named as its OpenAPI component
 (clinic.api.shapes derives the component from it), and the functions that build them.
 
 Money leaves as Decimal with two places (a JSON number through clinic.api.renderers, never a float); ids,
@@ -362,7 +362,7 @@ def invoice_money(invoice: models.Invoice) -> PaidInvoice:
 
 
 def invoice_detail(invoice: models.Invoice) -> InvoiceDetail:
-    """The invoice detail of CONTRACT sections 8 and 13 (load it with billing.selectors.invoice_get)."""
+    """The invoice detail of docs/api-rules.md §11 and §12 (load it with billing.selectors.invoice_get)."""
     branch, patient = invoice.branch, invoice.patient
     lines = list(invoice.line_items.all())
     return {

@@ -149,7 +149,7 @@ def invoice_list(
 def billing_summary(
     *, client: ApiClient, date_from: date, date_to: date, branch_id: uuid.UUID | None = None
 ) -> dict[str, Any]:
-    """The financial summary of CONTRACT sections 8 and 13 over [date_from, date_to]: five aggregate
+    """The financial summary of docs/api-rules.md §11 and §12 over [date_from, date_to]: five aggregate
     queries, and one for the names of the departments found.
 
     Billed invoices are the finalized, partially paid and paid ones dated in the range. total_billed sums

@@ -1,5 +1,5 @@
 """Writes on invoices and payments: drafts and their lines, finalization with gap-free numbers,
-cancellation, payments, credit notes and refunds (CONTRACT sections 8 and 13). Each publishes its event
+cancellation, payments, credit notes and refunds (docs/api-rules.md §11 and §12). Each publishes its event
 (billing.events) in its own transaction.
 
 Every change to an existing invoice locks its row first (billing.locks, which states the lock order), so
@@ -42,7 +42,7 @@ Status = Invoice.Status
 MAX_GRAND_TOTAL = Decimal("999999999999.99")
 PAYABLE = (Status.FINALIZED, Status.PARTIALLY_PAID)
 
-# CONTRACT section 8: from which statuses each operation is allowed; anything else is 409 invalid_state.
+# docs/api-rules.md §11: from which statuses each operation is allowed; anything else is 409 invalid_state.
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "edit": (Status.DRAFT,),
     "finalize": (Status.DRAFT,),
@@ -83,7 +83,7 @@ def earliest_invoice_date(branch: Branch) -> date:
 
 
 def invoice_date_problem(branch: Branch, day: date) -> str | None:
-    """Why `day` cannot be an invoice's date at the branch (CONTRACT section 11), or None."""
+    """Why `day` cannot be an invoice's date at the branch (docs/api-rules.md §7), or None."""
     today, earliest = _today(branch), earliest_invoice_date(branch)
     if day > today:
         return f"Cannot be in the future (today is {today} at this branch)."
@@ -586,7 +586,7 @@ def _credit_line(
 def credit_note_issue(
     *, invoice: Invoice, reason: str, lines: Sequence[CreditLineInput], issued_by: str = "system"
 ) -> CreditNote:
-    """Issue a credit note against a finalized, partially paid or paid invoice (CONTRACT section 13).
+    """Issue a credit note against a finalized, partially paid or paid invoice (docs/api-rules.md §12).
 
     Under the invoice's row lock, each requested line is checked against what earlier credit notes left of
     it, so concurrent credit notes can never together credit more than a line (hence the invoice) holds.
@@ -677,8 +677,8 @@ def refund_record(
     refund_date: date | None = None,
     recorded_by: str = "system",
 ) -> Refund:
-    """Record money paid back to the patient: at most what was paid and not yet refunded (CONTRACT section
-    13), checked under the invoice's row lock so concurrent refunds never exceed it. The invoice's
+    """Record money paid back to the patient: at most what was paid and not yet refunded (docs/api-rules.md
+    §12), checked under the invoice's row lock so concurrent refunds never exceed it. The invoice's
     `refunded` grows and its status follows its balance (a refund without a credit note reopens it).
 
     400 on `amount`, `payment_mode`, `reference` (every mode but cash) or `refund_date` (in the future, or

@@ -52,8 +52,8 @@ class DoctorAdmin(admin.ModelAdmin):
 
 @admin.register(RecordChange)
 class RecordChangeAdmin(admin.ModelAdmin):
-    """Read-only: the history of clinical and financial records as staff changed them (CONTRACT
-    section 11). Insert-only in the database too."""
+    """Read-only: the history of clinical and financial records as staff changed them (docs/api-rules.md
+    §7). Insert-only in the database too."""
 
     list_display = ["at", "actor", "content_type", "object_id", "action", "patient_id", "reason"]
     list_filter = ["action", "content_type"]

@@ -1,4 +1,4 @@
-"""Audit of staff reading patient data in the admin (CONTRACT section 11).
+"""Audit of staff reading patient data in the admin (docs/api-rules.md §7).
 
 Every admin page that shows a patient's data writes exactly one AuditLogEntry: actor `staff:<user>`, no
 API client, and the UUIDs of the patients the page showed, in the order shown. A ModelAdmin opts in with

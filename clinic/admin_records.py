@@ -1,4 +1,4 @@
-"""The admin side of "records are never deleted" (CONTRACT section 11), shared by every app that holds
+"""The admin side of "records are never deleted" (docs/api-rules.md §7), shared by every app that holds
 clinical or financial records: no Delete anywhere (pages, actions, inline checkboxes), the
 entered-in-error action, and the history of what staff changed (clinic.models.RecordChange), written
 explicitly after each save, never by signals."""

@@ -1,6 +1,6 @@
 """Celery beat's scheduler (CELERY_BEAT_SCHEDULER): one active beat, schedule state in Redis, a heartbeat.
 
-- Exactly one active beat (CONTRACT section 18): each beat tries to hold a lock in Redis (SET NX with a
+- Exactly one active beat (docs/operations.md §1): each beat tries to hold a lock in Redis (SET NX with a
   time to live, renewed on every tick by its holder only). The one holding it sends due tasks; any other
   stays idle, ticking, ready to take over within BEAT_LOCK_SECONDS of the active one dying. Two beats
   would send every periodic task twice (issue 20: beat was not a singleton).

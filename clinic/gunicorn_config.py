@@ -1,7 +1,7 @@
 """Gunicorn settings of the web role (docker/entrypoint.sh runs gunicorn with --config python:clinic.gunicorn_config).
 
 The access log names the client address, time, method, path, status, size, duration, user agent and request
-id, and never the query string, the Referer or the HTTP Basic user name (CONTRACT section 11: no log line holds
+id, and never the query string, the Referer or the HTTP Basic user name (docs/api-rules.md §7: no log line holds
 a bearer token or patient data). Gunicorn's default line logs the raw request line with its query string: a
 client that put its token in `?access_token=` (refused with 401) left a live credential in the log, and every
 patient search left the name, phone digits or ABHA number searched for. The request id joins a line to its
@@ -103,7 +103,7 @@ def post_worker_init(worker: Any) -> None:
     gc.freeze()
 
 
-# --- Graceful drain on SIGTERM (CONTRACT section 18: a rolling restart aborts no request) ---------------
+# --- Graceful drain on SIGTERM (docs/operations.md §1: a rolling restart aborts no request) ---------------
 #
 # Gunicorn's own SIGTERM stops accepting at once and finishes in-flight requests within graceful_timeout.
 # Behind a balancer (a Kubernetes Service, haproxy) that is not enough: the balancer keeps sending new

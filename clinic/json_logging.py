@@ -1,4 +1,4 @@
-"""Log records as JSON lines (CONTRACT section 18): time in UTC, level, logger, message, request id, client
+"""Log records as JSON lines (docs/operations.md §1): time in UTC, level, logger, message, request id, client
 id and route, plus the exception when there is one. Whatever TIME_ZONE says: the clinic's zone is for
 people, and a log read next to another machine's must not need converting (issue 20: mixed time zones).
 

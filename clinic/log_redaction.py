@@ -1,4 +1,4 @@
-"""PostgreSQL's error details never reach a log (CONTRACT section 11).
+"""PostgreSQL's error details never reach a log (docs/api-rules.md §7).
 
 A failed CHECK or unique constraint comes back with `DETAIL: Failing row contains (...)` or `Key (...)=(...)`:
 the whole row, names, birth dates, phone and ABHA numbers. The primary message and the SQLSTATE are what an

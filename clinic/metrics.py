@@ -1,4 +1,4 @@
-"""The service's Prometheus metrics (CONTRACT section 18), declared once; /metrics serves them.
+"""The service's Prometheus metrics (docs/operations.md §1), declared once; /metrics serves them.
 
 Under gunicorn each worker is a process of its own: with PROMETHEUS_MULTIPROC_DIR set (docker/entrypoint.sh
 sets it for the web role) prometheus_client keeps every process's values in files there and /metrics adds

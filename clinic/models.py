@@ -144,7 +144,7 @@ class Doctor(TimeStampedModel):
 
 
 class EnteredInErrorModel(models.Model):
-    """A clinical record that is never deleted (CONTRACT section 11): a row entered in error is marked so,
+    """A clinical record that is never deleted (docs/api-rules.md §7): a row entered in error is marked so,
     with who, when and why, drops out of profiles and summaries, and stays readable to staff. Marked only
     through clinic.records.clinical_record_mark_entered_in_error. Each concrete model adds
     entered_in_error_constraint() to its Meta.constraints (an abstract Meta's constraints would be lost

@@ -1,4 +1,4 @@
-"""Clinical and financial records are never hard-deleted (CONTRACT section 11). The shared mechanism, so
+"""Clinical and financial records are never hard-deleted (docs/api-rules.md §7). The shared mechanism, so
 every app that holds such records (patients, appointments, billing; lab and pharmacy next) uses the same:
 
 - in PostgreSQL, a BEFORE DELETE trigger on each record table (refuse_delete_sql, for a RunSQL in the
@@ -35,7 +35,7 @@ CREATE OR REPLACE FUNCTION clinic_refuse_delete() RETURNS trigger LANGUAGE plpgs
 BEGIN
     RAISE EXCEPTION 'records are never deleted: DELETE of % % refused', TG_ARGV[0], OLD.id
         USING ERRCODE = 'restrict_violation',
-              HINT = 'Mark the record entered in error, or deactivate or merge the patient (CONTRACT section 11).';
+              HINT = 'Mark the record entered in error, or deactivate or merge the patient (docs/api-rules.md §7).';
 END;
 $$;
 """

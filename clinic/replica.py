@@ -1,4 +1,4 @@
-"""The optional read replica (CONTRACT section 18): with DATABASE_REPLICA_URL set, the reads that tolerate a
+"""The optional read replica (docs/operations.md §1): with DATABASE_REPLICA_URL set, the reads that tolerate a
 little lag (lists, patient search, the billing summary, FHIR search) go to the `replica` database alias and
 everything else to the primary (`default`).
 

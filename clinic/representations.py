@@ -1,4 +1,4 @@
-"""The organisation representations: a branch and a doctor, as the API shows them (CONTRACT section 4).
+"""The organisation representations: a branch and a doctor, as the API shows them (docs/api-rules.md §4).
 
 Each shape is declared once, as the TypedDict its builder returns; the OpenAPI components of the same
 names are derived from these classes (clinic.api.shapes).

@@ -1,5 +1,5 @@
 """Headers that keep patient data out of caches and the admin and docs pages out of reach of injected
-scripts and framing (CONTRACT section 11). HSTS, nosniff and frame denial come from Django's own
+scripts and framing (docs/api-rules.md §7). HSTS, nosniff and frame denial come from Django's own
 SecurityMiddleware and XFrameOptionsMiddleware (settings SECURE_*, X_FRAME_OPTIONS)."""
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ REST_FRAMEWORK = {
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
-# Bodies above this are refused with 413 before they are read (CONTRACT section 11); Django's own limit
+# Bodies above this are refused with 413 before they are read (docs/api-rules.md §7); Django's own limit
 # for the admin's forms is the same.
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024, maximum=100 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
@@ -378,7 +378,7 @@ if not FIELD_ENCRYPTION_KEY and not DEBUG:
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
 # Webhook delivery (integrations.webhooks). Per attempt: connecting may take this long, the whole
-# request and response at most the total (CONTRACT section 9: 5 s and 15 s).
+# request and response at most the total (docs/api-rules.md §8: 5 s and 15 s).
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_int("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 5, minimum=1, maximum=60)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1, maximum=120)
 # A worker's claim on a delivery expires after this long; the relay then hands the delivery to another
@@ -402,10 +402,10 @@ CELERY_BEAT_SCHEDULE["relay-webhook-deliveries"] = {
     "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
     "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},  # a backlog of relay runs is pointless
 }
-# Pharmacy (CONTRACT section 15): `stock.expiring` is published daily for batches expiring within this many
+# Pharmacy (docs/api-rules.md §14): `stock.expiring` is published daily for batches expiring within this many
 # days; the beat runs it at 06:00 India time.
 PHARMACY_EXPIRY_WARNING_DAYS = env_int("PHARMACY_EXPIRY_WARNING_DAYS", 90, minimum=1, maximum=730)
-# HL7 v2 over MLLP (integrations.hl7, CONTRACT section 17). Outbound: a destination's lease is held this long
+# HL7 v2 over MLLP (integrations.hl7, docs/operations.md §6). Outbound: a destination's lease is held this long
 # beyond its connect and ACK timeouts, renewed before every message; one drain sends for at most
 # HL7_DRAIN_SECONDS, then queues the next. Inbound (manage.py hl7_listener): the size limit of one message,
 # the time a connection may take to deliver a whole frame (slow senders are closed), and open connections.
@@ -416,7 +416,7 @@ HL7_LISTENER_MAX_MESSAGE_BYTES = env_int(
 )
 HL7_LISTENER_READ_TIMEOUT_SECONDS = env_int("HL7_LISTENER_READ_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
 HL7_LISTENER_MAX_CONNECTIONS = env_int("HL7_LISTENER_MAX_CONNECTIONS", 64, minimum=1, maximum=10_000)
-# One sender address may hold at most this many of them (CONTRACT section 19): it can never crowd out another.
+# One sender address may hold at most this many of them (docs/operations.md §6): it can never crowd out another.
 HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS = env_int(
     "HL7_LISTENER_MAX_CONNECTIONS_PER_ADDRESS", 4, minimum=1, maximum=1_000
 )
@@ -530,7 +530,7 @@ LOGGING = {
     },
 }
 
-# --- FHIR R4 (integrations.fhir, CONTRACT section 16) ------------------------------------------------
+# --- FHIR R4 (integrations.fhir, docs/api-rules.md §15) ------------------------------------------------
 
 # Our own identifier systems are `<base>/<name>` (patient-id, branch, lab-order, ...): a stable URI of the
 # organisation, never the host a request came to. ABHA numbers use ABDM's system.
@@ -547,7 +547,7 @@ FHIR_VALIDATE_OUTPUT = env_str("FHIR_VALIDATE_OUTPUT", default="sample").strip()
 if FHIR_VALIDATE_OUTPUT not in ("all", "sample", "off"):
     raise ImproperlyConfigured(f"FHIR_VALIDATE_OUTPUT must be all, sample or off, got {FHIR_VALIDATE_OUTPUT!r}.")
 
-# --- Operations: metrics, request metrics (CONTRACT section 18) ------------------------------------
+# --- Operations: metrics, request metrics (docs/operations.md §1) ------------------------------------
 
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404.
 METRICS_TOKEN = env_str("METRICS_TOKEN", default="")
@@ -558,7 +558,7 @@ DICOM_WORKLIST_MAX_RESULTS = env_int("DICOM_WORKLIST_MAX_RESULTS", 500, minimum=
 # Seconds a peer may stay silent (association request, DIMSE message, network read) before it is dropped.
 DICOM_TIMEOUT_SECONDS = env_int("DICOM_TIMEOUT_SECONDS", 30, minimum=1, maximum=600)
 DICOM_MAX_ASSOCIATIONS = env_int("DICOM_MAX_ASSOCIATIONS", 10, minimum=1, maximum=200)
-# CONTRACT section 19: the worklist's own AE title (the called AE title every association must name), the
+# docs/operations.md §6: the worklist's own AE title (the called AE title every association must name), the
 # time a connection has to send its association request (ARTIM), the time an association may stay idle, and
 # the associations one calling address may hold.
 DICOM_AE_TITLE = env_str("DICOM_AE_TITLE", "CLINIC_MWL")

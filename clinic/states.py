@@ -1,4 +1,4 @@
-"""Indian states and union territories: the closed list that addresses name (CONTRACT section 13).
+"""Indian states and union territories: the closed list that addresses name (docs/api-rules.md §12).
 
 `IndianState` holds the canonical names, which are what is stored and returned. `state_resolve` reads
 what a client may send, and nothing else:

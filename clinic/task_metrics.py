@@ -1,4 +1,4 @@
-"""Celery task counts and run time per task (CONTRACT section 18: /metrics has task counts).
+"""Celery task counts and run time per task (docs/operations.md §1: /metrics has task counts).
 
 Workers have no HTTP endpoint of their own, so each finished task adds to one Redis hash (two HINCRBYs in a
 pipeline), and every web pod's /metrics reads the hash at scrape time (clinic.api.metrics_view): the figures

@@ -1,4 +1,4 @@
-"""Character rules shared by the request checks and the domain validators (CONTRACT section 11), and the LIKE
+"""Character rules shared by the request checks and the domain validators (docs/api-rules.md §7), and the LIKE
 pattern of a prefix search (patient names, FHIR Patient?name=)."""
 
 from __future__ import annotations

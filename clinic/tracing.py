@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing, on only when the standard OTEL_* variables ask for it (CONTRACT section 18).
+"""OpenTelemetry tracing, on only when the standard OTEL_* variables ask for it (docs/operations.md §1).
 
 Set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and the web role exports a span
 per request and the worker one per task, over OTLP/HTTP; OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Roles (CONTRACT section 18):
+# Roles (docs/operations.md §1):
 #   migrate  apply migrations, once per release (a Kubernetes Job, a compose one-off) before the new web pods;
 #            migrations are written to be safe while the previous release still serves.
 #   web      gunicorn, never migrating: two pods migrating one database at once crashed one (issue 20). Its

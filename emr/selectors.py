@@ -1,4 +1,4 @@
-"""The clinical record (CONTRACT section 16): one visible patient's encounters, diagnoses, allergies,
+"""The clinical record (docs/api-rules.md §15): one visible patient's encounters, diagnoses, allergies,
 medications, prescriptions, dispenses and lab results, each section a page of its own.
 
 The record spans apps that sit at different heights (patients below appointments, lab and pharmacy above),

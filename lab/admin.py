@@ -1,4 +1,4 @@
-"""The lab and imaging catalogue in the admin (CONTRACT section 14): tests with their analytes inline, and
+"""The lab and imaging catalogue in the admin (docs/api-rules.md §13): tests with their analytes inline, and
 each analyte with its reference ranges inline. The forms check what PostgreSQL would refuse and more, so
 staff get a form error naming the field or the rows, never a 500:
 

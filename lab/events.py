@@ -1,4 +1,4 @@
-"""The lab events (CONTRACT sections 12 and 14): their names, their registration and the publication of the
+"""The lab events (docs/api-rules.md §8 and §13): their names, their registration and the publication of the
 order events.
 
 Each kind is registered (EVENT_KINDS) by the change that publishes it, with its payload (the order's API

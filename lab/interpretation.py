@@ -1,4 +1,4 @@
-"""Checking a posted result value and flagging it (CONTRACT section 14). Pure functions: no database reads
+"""Checking a posted result value and flagging it (docs/api-rules.md §13). Pure functions: no database reads
 or writes; they take model instances (saved or not) or any object with the same attributes.
 
 The result-posting service calls, for each `{"test", "analyte", "value", "unit"?}`:

@@ -1,4 +1,4 @@
-"""Laboratory and imaging (CONTRACT section 14): the test catalogue (tests, their analytes and reference
+"""Laboratory and imaging (docs/api-rules.md §13): the test catalogue (tests, their analytes and reference
 ranges), orders with one item per test and its accession number, results kept as versions, and the order
 and accession number counters. The invariants live in PostgreSQL."""
 
@@ -374,7 +374,7 @@ class LabResult(models.Model):
     current = models.BooleanField(default=True)
     status = models.CharField(max_length=12, choices=ResultStatus.choices)
     value_quantity = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
-    # An HL7 SN value (CONTRACT section 19): `>^14` is comparator ">" and 14; `^10^-^20` is 10 and high 20.
+    # An HL7 SN value (docs/operations.md §6): `>^14` is comparator ">" and 14; `^10^-^20` is 10 and high 20.
     comparator = models.CharField(max_length=2, choices=Comparator.choices, blank=True, default="", db_default="")
     value_quantity_high = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
     value_text = models.TextField(blank=True, max_length=20000)

@@ -1,5 +1,5 @@
 """Writes on imaging procedures as the modality reports them (DICOM Modality Performed Procedure Step,
-CONTRACT section 17): started (scheduled -> in_progress), completed (in_progress -> completed) or discontinued
+docs/operations.md §6): started (scheduled -> in_progress), completed (in_progress -> completed) or discontinued
 (in_progress -> cancelled). Each takes the order's row lock first (lab.locks), like every other change of
 an order, and publishes its event in the same transaction.
 

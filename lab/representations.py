@@ -1,4 +1,4 @@
-"""The lab response bodies (CONTRACT section 14): one TypedDict per shape, named as its OpenAPI component
+"""The lab response bodies (docs/api-rules.md §13): one TypedDict per shape, named as its OpenAPI component
 (clinic.api.shapes derives the component from it), and the functions that build them.
 
 Quantities (range limits, critical limits) leave as exact JSON numbers without trailing zeros (13.5, not

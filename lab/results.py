@@ -1,4 +1,4 @@
-"""Recording results (CONTRACT section 14): `POST /api/v1/lab/orders/{id}/results`.
+"""Recording results (docs/api-rules.md §13): `POST /api/v1/lab/orders/{id}/results`.
 
 Each posted result becomes a new version of the result of its analyte (or, for an imaging item, of its
 report): the version before it is superseded, never rewritten (a trigger keeps versions, lab 0001). Values

@@ -1,4 +1,4 @@
-"""Writes on lab orders and results (CONTRACT section 14): placing an order (numbered, one item per test
+"""Writes on lab orders and results (docs/api-rules.md §13): placing an order (numbered, one item per test
 with its accession number, optionally billed on the patient's draft invoice), collecting and cancelling it.
 Each publishes its event (lab.events) in its own transaction.
 
@@ -22,7 +22,7 @@ from lab import events, locks, numbering
 from lab.models import ItemStatus, LabOrder, LabOrderItem, LabTest, OrderStatus, Priority, TestKind
 from patients.models import Patient
 
-# CONTRACT section 14: from which statuses each operation is allowed; anything else is 409 invalid_state.
+# docs/api-rules.md §13: from which statuses each operation is allowed; anything else is 409 invalid_state.
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "collect": (OrderStatus.ORDERED,),
     "cancel": (OrderStatus.ORDERED,),

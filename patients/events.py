@@ -1,4 +1,4 @@
-"""The patient events (CONTRACT section 12): their names, their registration, their payload and their
+"""The patient events (docs/api-rules.md §8): their names, their registration, their payload and their
 publication.
 
 Both carry `{"patient": <the profile>}`: the body GET /api/v1/patients/{id} answers (component

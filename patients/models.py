@@ -62,7 +62,7 @@ class Patient(models.Model):
     is_active = models.BooleanField(
         default=True, help_text="Inactive (merged or erroneous) records are not duplicates."
     )
-    # Patients are never deleted (CONTRACT section 11): a duplicate registration is merged into the record
+    # Patients are never deleted (docs/api-rules.md §7): a duplicate registration is merged into the record
     # that survives (patients.services.patient_merge). The source keeps its rows; the API resolves its ids
     # to the survivor, whose profile includes them (FHIR Patient.link "replaced-by").
     merged_into = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""The patient representations of CONTRACT section 5: the list summary and the profile.
+"""The patient representations of docs/api-rules.md §9: the list summary and the profile.
 
 Each shape is declared once, as the TypedDict its builder returns; the OpenAPI components of the same
 names are derived from these classes (clinic.api.shapes), so the document and the bodies cannot drift.
@@ -145,7 +145,7 @@ def patient_summary(patient: Patient, today: date) -> PatientSummary:
 
 
 def patient_profile(profile: selectors.PatientProfile, today: date) -> PatientProfile:
-    """The profile of CONTRACT section 5; the national ID only ever leaves masked."""
+    """The profile of docs/api-rules.md §9; the national ID only ever leaves masked."""
     patient = profile.patient
     branch_zone = patient.registration_branch.zone
     sections: dict[str, Any] = profile.sections  # JSON objects in the shapes above, built in SQL

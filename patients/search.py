@@ -1,4 +1,4 @@
-"""Patient search (CONTRACT section 5), bounded in cost however common the name.
+"""Patient search (docs/api-rules.md §9), bounded in cost however common the name.
 
 The query is classified first, so each kind of match touches only its own index:
 

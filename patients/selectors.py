@@ -401,7 +401,7 @@ def patient_search(
 def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:
     """The branch a client registers a patient at: the one named (must be visible to the client and
     active); without one, the client's only branch, else its default registration branch, else the
-    organisation's head office (CONTRACT section 5), so a body with exactly the specification's fields is
+    organisation's head office (docs/api-rules.md §9), so a body with exactly the specification's fields is
     accepted. A missing or invisible branch is a 400 on `branch_id`."""
     allowed = client_branch_ids(client)
     if branch_id is None:
@@ -427,7 +427,7 @@ def _head_office_id() -> uuid.UUID | None:
 
 # --- Clinical rows for the standard channels (integrations.fhir) and the clinical record (emr) ---------------
 # A row is visible when its patient is; visits also carry the branch where they happened, and a client limited
-# to some branches sees only the visits of those. Rows entered in error are left out (CONTRACT section 11).
+# to some branches sees only the visits of those. Rows entered in error are left out (docs/api-rules.md §7).
 
 
 def _of_visible_patients(rows: QuerySet[Any], client: ApiClient) -> QuerySet[Any]:

@@ -64,7 +64,7 @@ def patient_duplicate_find(
 
 
 # A client restricted to some branches learns nothing about patients outside them beyond what it sent
-# (CONTRACT section 11): the conflict is reported, without the other record's ids.
+# (docs/api-rules.md §7): the conflict is reported, without the other record's ids.
 _ELSEWHERE = "This person is already registered at another branch of the network; ask that branch to share the record."
 
 
@@ -226,7 +226,7 @@ def _replace_insurance(patient: Patient, entries: list[dict[str, Any]]) -> None:
     )
 
 
-# Patients are never deleted (CONTRACT section 11): a registration is deactivated, or merged into the
+# Patients are never deleted (docs/api-rules.md §7): a registration is deactivated, or merged into the
 # record that survives. Both are recorded in the record's history (clinic.models.RecordChange).
 
 

@@ -1,4 +1,4 @@
-"""The pharmacy in the admin (CONTRACT section 15): the drug catalogue with reorder levels per branch inline;
+"""The pharmacy in the admin (docs/api-rules.md §14): the drug catalogue with reorder levels per branch inline;
 batches, the stock ledger, prescriptions, dispenses and the controlled drug register read-only.
 
 Stock changes only through the services: receipts and adjustments come through the API, and the batch list's

@@ -1,4 +1,4 @@
-"""The pharmacy's domain errors (CONTRACT section 15), each declaring its status, code and title once; the
+"""The pharmacy's domain errors (docs/api-rules.md §14), each declaring its status, code and title once; the
 generic ones (NotFound, Conflict, InvalidState, FieldError) are in clinic.errors."""
 
 from __future__ import annotations

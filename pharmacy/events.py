@@ -1,4 +1,4 @@
-"""The pharmacy events (CONTRACT sections 12 and 15): their names, their registration and their publication.
+"""The pharmacy events (docs/api-rules.md §8 and §14): their names, their registration and their publication.
 
 Each body's `data` holds the API representation of its entity, re-read inside the transaction of the change
 (the outbox row commits with it). Subscriptions filtered by branch receive the events of the entity's branch.

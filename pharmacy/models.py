@@ -1,4 +1,4 @@
-"""Pharmacy (CONTRACT section 15): the drug catalogue with reorder levels per branch, stock held in batches
+"""Pharmacy (docs/api-rules.md §14): the drug catalogue with reorder levels per branch, stock held in batches
 per branch that changes only through the append-only movement ledger, prescriptions, dispenses with their
 returns, and the register of Schedule H1 and X dispenses.
 

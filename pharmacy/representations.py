@@ -1,4 +1,4 @@
-"""The pharmacy response bodies (CONTRACT section 15): one TypedDict per shape, named as its OpenAPI
+"""The pharmacy response bodies (docs/api-rules.md §14): one TypedDict per shape, named as its OpenAPI
 component (clinic.api.shapes derives the component from it), and the functions that build them. The same
 bodies are what the pharmacy events carry.
 

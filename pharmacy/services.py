@@ -1,4 +1,4 @@
-"""Writes of the pharmacy (CONTRACT section 15): stock receipts, adjustments, transfers and expiry write-offs,
+"""Writes of the pharmacy (docs/api-rules.md §14): stock receipts, adjustments, transfers and expiry write-offs,
 prescriptions, dispenses (first expiry first out, optionally billed) and their returns.
 
 Stock changes only by inserting movements into the ledger; PostgreSQL applies them to the batches (see

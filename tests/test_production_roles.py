@@ -1,4 +1,4 @@
-"""requirements.txt alone runs every role (CONTRACT section 18).
+"""requirements.txt alone runs every role (docs/operations.md §1).
 
 The test venv has the development requirements too, which pull in distributions (packaging, among
 others) that requirements.txt may not bring: plain `celery` let every test pass while the image's worker

@@ -1,6 +1,6 @@
 """The appointment resource: slots, booking, list, detail, cancel, reschedule and the status changes.
 
-Handlers parse, call one selector or service and answer with the appointment object of CONTRACT section 7
+Handlers parse, call one selector or service and answer with the appointment object of docs/api-rules.md §10
 (appointments.representations.appointment_payload, the same builder the events use).
 """
 

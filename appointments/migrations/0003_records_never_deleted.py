@@ -1,4 +1,4 @@
-"""Appointments and their history are never deleted (CONTRACT section 11): PROTECT instead of CASCADE and
+"""Appointments and their history are never deleted (docs/api-rules.md §7): PROTECT instead of CASCADE and
 SET_NULL, and a trigger that refuses DELETE even from raw SQL. No column changes: safe while the previous
 release serves (it cancels appointments, it never deletes them)."""
 

@@ -1,4 +1,4 @@
-"""The printable GST documents (CONTRACT section 13): GET /api/v1/billing/invoices/{id}.pdf and
+"""The printable GST documents (docs/api-rules.md §12): GET /api/v1/billing/invoices/{id}.pdf and
 GET /api/v1/billing/invoices/{id}/credit-notes/{credit_note_id}.pdf.
 
 The PDF is built whole in memory (billing.document_pdf) before the response exists: a document that cannot be

@@ -1,4 +1,4 @@
-"""Billing request validation: the invoice, payment and query-parameter serializers (CONTRACT section 8). The
+"""Billing request validation: the invoice, payment and query-parameter serializers (docs/api-rules.md §11). The
 response bodies are built by billing.representations."""
 
 from __future__ import annotations

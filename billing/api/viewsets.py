@@ -1,4 +1,4 @@
-"""The billing resources under /api/v1/billing/ (CONTRACT section 8): invoices (list, create, detail, draft
+"""The billing resources under /api/v1/billing/ (docs/api-rules.md §11): invoices (list, create, detail, draft
 edit, and the transitions finalize and cancel), their payments, and the financial summary.
 
 Handlers parse, call one selector or service and answer with billing.representations; a changed invoice

@@ -1,4 +1,4 @@
-"""Scale data (issue 7; CONTRACT section 13): the service catalogue with tax categories and HSN/SAC,
+"""Scale data (issue 7; docs/api-rules.md §12): the service catalogue with tax categories and HSN/SAC,
 invoices with 1-6 lines across departments, payments in every mode, credit notes and refunds, and the
 invoice and credit note number counters, loaded with COPY.
 

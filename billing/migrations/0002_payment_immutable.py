@@ -1,4 +1,4 @@
-"""Payments are never updated or deleted (CONTRACT section 8): a trigger refuses both, so not even raw SQL,
+"""Payments are never updated or deleted (docs/api-rules.md §11): a trigger refuses both, so not even raw SQL,
 the admin or a future bug can rewrite money already received. TRUNCATE (test teardown) is not affected."""
 
 from django.db import migrations

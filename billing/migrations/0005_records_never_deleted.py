@@ -1,4 +1,4 @@
-"""Invoices and their lines are never deleted (CONTRACT section 11; payments already refuse it, 0002).
+"""Invoices and their lines are never deleted (docs/api-rules.md §7; payments already refuse it, 0002).
 The lines of a draft are the exception: a draft is not yet a record of account (no number, nothing
 billed), and editing it replaces or removes lines (billing.services.invoice_update, line_item_remove).
 Once finalized or cancelled its lines are kept for good. No column changes: safe while the previous

@@ -1,4 +1,4 @@
-"""Billing for accountants (CONTRACT section 13): tax category and HSN/SAC on catalogue entries and lines,
+"""Billing for accountants (docs/api-rules.md §12): tax category and HSN/SAC on catalogue entries and lines,
 credit notes with their own number series, refunds, and the summary's rollups for both.
 
 Existing rows (the categories did not exist; every line carried only a rate):

@@ -1,6 +1,6 @@
 """Audit rows that could not be written because PostgreSQL was unreachable, kept until it is back.
 
-CONTRACT section 18: requests that fail during a PostgreSQL restart are audited once it is back. The row
+docs/operations.md §1: requests that fail during a PostgreSQL restart are audited once it is back. The row
 goes to a Redis list shared by every web process (drained by a Celery beat task), or, with Redis down
 too, to a bounded list in this process, drained by the next audit row this process writes.
 """

@@ -39,7 +39,7 @@ class ApiClientAuthentication(OAuth2Authentication):
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not credentials.strip():
-            # Tokens come from the Authorization header only (CONTRACT section 11): the toolkit would also
+            # Tokens come from the Authorization header only (docs/api-rules.md §7): the toolkit would also
             # take `access_token` from a form-encoded body, which leaks into logs and caches.
             request_context(request).oauth2_error = {}
             return None

@@ -8,7 +8,7 @@ builds the model instances with `from_db`, as the ORM would.
 
 Nothing is cached across requests: every request reads the token and the client as they are now, so a revoked
 token, a deactivated client or a changed branch list holds on the very next request on every process,
-without any invalidation to get wrong (CONTRACT section 3; tests/clinic/test_bearer.py).
+without any invalidation to get wrong (docs/api-rules.md §3; tests/clinic/test_bearer.py).
 """
 
 from __future__ import annotations

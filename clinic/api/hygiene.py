@@ -1,6 +1,6 @@
 """Malformed requests are refused at the door, before a view, a parser or the OAuth toolkit reads them.
 
-Each of these reached a 500 before (CONTRACT section 11): a multipart Content-Type without a boundary
+Each of these reached a 500 before (docs/api-rules.md §7): a multipart Content-Type without a boundary
 (Django's form parser raises while the toolkit reads request.POST), an unknown charset, NUL bytes in a
 path or query value (PostgreSQL refuses them in text), Unicode digits in a query value (Python's int()
 and \\d accept them, PostgreSQL's checks do not), an oversized body, and too many form fields. The

@@ -54,7 +54,7 @@ def fingerprint(request: Request) -> str:
 
 
 def _seal(body: str) -> str:
-    """Stored responses hold whole patient profiles for 24 hours: encrypted at rest (CONTRACT section 11)."""
+    """Stored responses hold whole patient profiles for 24 hours: encrypted at rest (docs/api-rules.md §7)."""
     return crypto.encrypt(body) if body else ""
 
 

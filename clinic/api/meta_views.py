@@ -37,7 +37,7 @@ def migrations_pending() -> bool:
 
 
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Ready for traffic: not draining, PostgreSQL answers with every migration applied (CONTRACT section 18).
+    """Ready for traffic: not draining, PostgreSQL answers with every migration applied (docs/operations.md §1).
 
     Redis is checked and reported, and its absence makes the answer "degraded", not a failure: the API keeps
     serving without it (rate limits per process, the outboxes hold events and notifications), whereas failing

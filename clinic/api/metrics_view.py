@@ -1,4 +1,4 @@
-"""GET /metrics: Prometheus text format, not public (CONTRACT section 18).
+"""GET /metrics: Prometheus text format, not public (docs/operations.md §1).
 
 Protection: a bearer token, METRICS_TOKEN, compared in constant time; with no token configured /metrics
 does not exist (404), so a deployment never exposes it by forgetting a setting. Like the probes it answers

@@ -1,6 +1,6 @@
 """JSON parsing that reads numbers with a fraction as Decimal, so money never passes through float.
 
-It also refuses what PostgreSQL or the interpreter cannot take (CONTRACT section 11): nesting deeper than
+It also refuses what PostgreSQL or the interpreter cannot take (docs/api-rules.md §7): nesting deeper than
 MAX_JSON_DEPTH (json.loads recursed until RecursionError, a 500, at about 1,000 levels) and NUL characters
 in any string or key (PostgreSQL text cannot hold them), naming the field by its dotted path.
 """

@@ -6,7 +6,7 @@ are not recorded, so a client that backs off recovers as its old requests age ou
 (REDIS_URL empty, development only) an in-process log with a lock gives the same semantics for one
 process.
 
-With Redis configured but not answering, the API keeps serving (CONTRACT section 18): decisions fall back to
+With Redis configured but not answering, the API keeps serving (docs/operations.md §1): decisions fall back to
 that in-process log, a per-process approximation (N processes admit up to N times the limit), with one
 warning when the outage starts, one line when it ends, and clinic_ratelimit_fallback_total counting the
 decisions. For a few seconds after a failure Redis is not tried again, so a Redis that hangs rather than

@@ -24,7 +24,7 @@ class StrictSerializer(serializers.Serializer):
     Nested StrictSerializers apply the rule at every level, so `address.pincod` is named as unknown.
 
     It also refuses non-ASCII digits in every field whose text is read as a number, a date or time, or a
-    UUID (CONTRACT section 11): int(), Decimal, uuid.UUID and Django's \\d-based date patterns read
+    UUID (docs/api-rules.md §7): int(), Decimal, uuid.UUID and Django's \\d-based date patterns read
     Arabic-Indic or Devanagari digits as if they were 0-9, so a date written in Arabic-Indic digits was
     stored as if written in ASCII ones.
     """
@@ -137,7 +137,7 @@ class IndianStateField(serializers.CharField):
 
 
 class AsciiDecimalField(serializers.DecimalField):
-    """A decimal whose digits are ASCII only (CONTRACT section 11): Python's Decimal reads Arabic-Indic or
+    """A decimal whose digits are ASCII only (docs/api-rules.md §7): Python's Decimal reads Arabic-Indic or
     Devanagari digits as numbers, which no integrator means to send and no receipt could show."""
 
     def to_internal_value(self, data: Any) -> Any:

@@ -1,5 +1,5 @@
 """The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH, and
-the refusal of query parameters the operation does not declare (CONTRACT section 1)."""
+the refusal of query parameters the operation does not declare (docs/api-rules.md §1)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Branch visibility and the audit trail are applied here, so a new action cannot f
 - a resource that carries patient data sets `patient_data = True`: `get_object()` then names the object's
   patients in the request's audit row (`patients_of`), and every other successful response must have
   named the patients it touched (`audit_patients`, an empty list for an empty page), or the request fails
-  loudly (CONTRACT section 10).
+  loudly (docs/operations.md §3).
 """
 
 from __future__ import annotations

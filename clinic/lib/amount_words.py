@@ -1,4 +1,4 @@
-"""Amounts as a GST tax invoice writes them (CONTRACT section 13), in the Indian numbering system: figures
+"""Amounts as a GST tax invoice writes them (docs/api-rules.md §12), in the Indian numbering system: figures
 grouped in thousands, lakhs and crores (1,20,500.50), and in words ("Rupees One Lakh Twenty Thousand Five
 Hundred and Fifty Paise Only").
 

@@ -1,4 +1,4 @@
-"""GST arithmetic of CONTRACT sections 8 and 13, in Decimal only (never float).
+"""GST arithmetic of docs/api-rules.md §11 and §12, in Decimal only (never float).
 
 Every line has a tax category (section 13): `exempt` (healthcare services by a clinical establishment),
 `nil_rated` and `zero_rated` carry no tax; `taxable` lines carry one of the statutory rates. Credit notes
@@ -31,7 +31,7 @@ HUNDRED = Decimal(100)
 
 
 class TaxCategory(models.TextChoices):
-    """The GST treatment of a supply (CONTRACT section 13)."""
+    """The GST treatment of a supply (docs/api-rules.md §12)."""
 
     EXEMPT = "exempt", "Exempt (healthcare services by a clinical establishment)"
     NIL_RATED = "nil_rated", "Nil rated"
@@ -192,7 +192,7 @@ def invoice_totals(lines: Iterable[LineTax]) -> Totals:
 
 
 def is_interstate(*, patient_state: str, branch_state: str) -> bool:
-    """Inter-state supply when the patient's address is in another state (CONTRACT sections 8 and 13). The
+    """Inter-state supply when the patient's address is in another state (docs/api-rules.md §11 and §12). The
     states are compared as clinic.states resolves them (name, ISO code or GST code); a blank or unrecognised
     patient state (a record from before the closed list) counts as unknown, hence as the branch's own."""
     patient = state_resolve(patient_state)

@@ -1,4 +1,4 @@
-"""Records are never deleted (CONTRACT section 11): the history of admin changes (RecordChange, itself
+"""Records are never deleted (docs/api-rules.md §7): the history of admin changes (RecordChange, itself
 insert-only), and clinic_refuse_delete(), the trigger function each app's record tables use (see
 clinic.records.refuse_delete_sql). A new table and a new function: nothing the running release uses."""
 

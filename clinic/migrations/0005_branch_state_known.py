@@ -1,4 +1,4 @@
-"""A branch's state is one of the closed list of Indian states and union territories (CONTRACT section 13),
+"""A branch's state is one of the closed list of Indian states and union territories (docs/api-rules.md §12),
 enforced by a CHECK constraint: it decides CGST+SGST or IGST on every invoice of the branch.
 
 First the stored values are normalised: each distinct value that clinic.states.state_resolve recognises

@@ -1,4 +1,4 @@
-"""GET /api/v1/patients/{id}/record: the clinical record (CONTRACT section 16), scope `emr:read`."""
+"""GET /api/v1/patients/{id}/record: the clinical record (docs/api-rules.md §15), scope `emr:read`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The FHIR R4 (4.0.1) models of `fhir.resources` 6.4.0, which every resource the server emits is checked
-against (CONTRACT section 16).
+against (docs/api-rules.md §15).
 
 6.4.0 is the last release that models 4.0.1 (later ones model R4B and R5), and it is written for pydantic 1.
 This project runs pydantic 2 (openapi-python-client needs it), which still ships the pydantic 1 API as

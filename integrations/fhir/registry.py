@@ -1,4 +1,4 @@
-"""The resource types the server serves (CONTRACT section 16): for each, the scope a token needs, its
+"""The resource types the server serves (docs/api-rules.md §15): for each, the scope a token needs, its
 visible rows (the owning app's selector, so a branch-restricted client sees what the REST API shows it and
 nothing more), the mapping, the search parameters, the sort keys and the patient each row is about (for
 the audit row and the Patient compartment of $everything and $export)."""

@@ -1,4 +1,4 @@
-"""FHIR Slot from the free-cell rule (CONTRACT section 6, appointments.slots): the cells GET
+"""FHIR Slot from the free-cell rule (docs/api-rules.md §10, appointments.slots): the cells GET
 /api/v1/appointments/slots offers, at the doctor's default slot length. Slots are computed, not stored.
 
 Search: `practitioner` (Practitioner/<id>, required), `start` (dates with prefixes; one bound at least and

@@ -84,7 +84,7 @@ class FhirView(APIView):
         return [*self.methods, "HEAD"] if "GET" in self.methods else list(self.methods)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # A method the path does not offer is 405 with Allow before any token check (CONTRACT section 11).
+        # A method the path does not offer is 405 with Allow before any token check (docs/api-rules.md §7).
         if request.method not in self.allowed_methods:
             raise exceptions.MethodNotAllowed(request.method or "")
         super().initial(request, *args, **kwargs)

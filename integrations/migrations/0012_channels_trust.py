@@ -120,7 +120,7 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(calling_aes_bound, migrations.RunPython.noop),
-        # The previous release still reads `host` while this one rolls out (CONTRACT section 18): the column
+        # The previous release still reads `host` while this one rolls out (docs/operations.md §1): the column
         # leaves the model now and the database in a later release; it is nullable, so new rows need nothing.
         migrations.SeparateDatabaseAndState(
             state_operations=[migrations.RemoveField(model_name="dicomcallingae", name="host")],

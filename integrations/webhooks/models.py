@@ -206,7 +206,7 @@ class WebhookEvent(models.Model):
         return f"{self.type} {self.id}"
 
     def body(self) -> bytes:
-        """The JSON body every delivery of this event sends (CONTRACT section 9), the same on every retry."""
+        """The JSON body every delivery of this event sends (docs/api-rules.md §8), the same on every retry."""
         envelope = {
             "id": str(self.id),
             "type": self.type,

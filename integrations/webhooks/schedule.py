@@ -1,4 +1,4 @@
-"""When a failed delivery is tried again (CONTRACT section 9).
+"""When a failed delivery is tried again (docs/api-rules.md §8).
 
 After the first attempt fails, the next ones come 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h later, each
 delay spread by +-20 % so that a receiver coming back up is not hit by every delivery at the same second.

@@ -1,4 +1,4 @@
-"""The lab catalogue under /api/v1/lab/tests (CONTRACT section 14): the active lab and imaging tests with
+"""The lab catalogue under /api/v1/lab/tests (docs/api-rules.md §13): the active lab and imaging tests with
 their analytes and reference ranges, read-only (the catalogue is edited in the admin)."""
 
 from __future__ import annotations

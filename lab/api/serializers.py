@@ -1,4 +1,4 @@
-"""Lab request validation: the order and query-parameter serializers (CONTRACT section 14). The response
+"""Lab request validation: the order and query-parameter serializers (docs/api-rules.md §13). The response
 bodies are built by lab.representations."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lab orders under /api/v1/lab/orders (CONTRACT section 14): list, create, detail, and the transitions
+"""The lab orders under /api/v1/lab/orders (docs/api-rules.md §13): list, create, detail, and the transitions
 collect and cancel.
 
 Handlers parse, call one selector or service and answer with lab.representations; a changed order is re-read

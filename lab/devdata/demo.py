@@ -1,4 +1,4 @@
-"""Demo catalogue for `seed_demo` (CONTRACT section 10): a complete blood count, a lipid panel and a blood
+"""Demo catalogue for `seed_demo` (docs/operations.md §3): a complete blood count, a lipid panel and a blood
 group (lab tests with their analytes, reference ranges by sex and age band, critical limits), a chest X-ray
 and a CT (imaging tests), each with its billing catalogue item. Idempotent: what exists is left as it is."""
 

@@ -297,7 +297,7 @@ class Migration(migrations.Migration):
             model_name='referencerange',
             constraint=django.contrib.postgres.constraints.ExclusionConstraint(expressions=[('analyte', '='), ('sex', '='), (models.Func(models.F('age_min_days'), models.F('age_max_days'), function='int4range'), '&&')], name='referencerange_no_overlap_per_sex'),
         ),
-        # Orders, their items and results are records: never deleted (CONTRACT section 11).
+        # Orders, their items and results are records: never deleted (docs/api-rules.md §7).
         migrations.RunSQL(*refuse_delete_sql("lab_laborder", "lab order")),
         migrations.RunSQL(*refuse_delete_sql("lab_laborderitem", "lab order item")),
         migrations.RunSQL(*refuse_delete_sql("lab_labresult", "lab result")),

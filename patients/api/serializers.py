@@ -1,4 +1,4 @@
-"""Patient request validation: the create and update bodies and the list parameters (CONTRACT section 5).
+"""Patient request validation: the create and update bodies and the list parameters (docs/api-rules.md §9).
 The representations are in patients.representations."""
 
 from __future__ import annotations

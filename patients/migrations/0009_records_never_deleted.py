@@ -1,4 +1,4 @@
-"""Patients and their clinical records are never deleted (CONTRACT section 11): PROTECT instead of
+"""Patients and their clinical records are never deleted (docs/api-rules.md §7): PROTECT instead of
 CASCADE, a trigger that refuses DELETE even from raw SQL (insurance policies are demographics, replaced
 when a PATCH sends a new list, so they have none), the entered-in-error marker, and the merge pointer.
 

@@ -1,4 +1,4 @@
-"""Patient addresses name the state from the closed list (CONTRACT section 13): the column takes the choices
+"""Patient addresses name the state from the closed list (docs/api-rules.md §12): the column takes the choices
 of clinic.states.IndianState (the admin's select) and the stored values are normalised.
 
 Every distinct stored value that clinic.states.state_resolve recognises ("karnataka", "IN-KA", "29",

@@ -1,4 +1,4 @@
-"""Pharmacy request validation: the bodies and query parameters of CONTRACT section 15. References (patient,
+"""Pharmacy request validation: the bodies and query parameters of docs/api-rules.md §14. References (patient,
 branch, doctor, appointment, prescription, drug) are resolved here, field by field, through the client's
 branch restriction, so one 400 names every bad field. The response bodies are pharmacy.representations'."""
 

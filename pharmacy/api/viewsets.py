@@ -1,4 +1,4 @@
-"""The pharmacy under /api/v1/pharmacy (CONTRACT section 15): the drug catalogue, stock with its receipts and
+"""The pharmacy under /api/v1/pharmacy (docs/api-rules.md §14): the drug catalogue, stock with its receipts and
 adjustments, prescriptions and dispenses with their returns.
 
 Handlers parse, call one selector or service and answer with pharmacy.representations; a changed record is

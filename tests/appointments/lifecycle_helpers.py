@@ -84,7 +84,7 @@ def make_clinic(token_for: Any, **writer_options: Any) -> Clinic:
 def start_now(appointment_id: Any, minutes_ago: int = 1) -> Appointment:
     """Test setup, by a direct ORM update: move a booked appointment so that it started `minutes_ago` minutes
     ago (not before midnight), today at its branch, keeping its length and token. Check-in is allowed only on
-    the appointment's local day and no-show only once it has started (CONTRACT section 11), and booking
+    the appointment's local day and no-show only once it has started (docs/api-rules.md §7), and booking
     cannot create such an appointment (a cell that has started is not bookable)."""
     appointment = Appointment.objects.select_related("branch").get(id=appointment_id)
     now = timezone.now().astimezone(appointment.branch.zone)

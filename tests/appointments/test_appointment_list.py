@@ -234,7 +234,7 @@ def test_filters_combine(client, roster, reader):
 
 
 def test_unknown_query_parameters_are_refused(client, roster, reader):
-    # CONTRACT section 1: `doctor` for `doctor_id` must not silently list every appointment.
+    # docs/api-rules.md §1: `doctor` for `doctor_id` must not silently list every appointment.
     response = list_appointments(client, reader, sort="-slot_start", doctor=str(roster.iyer.id))
 
     problem = assert_problem(response, 400, "unknown_parameter")

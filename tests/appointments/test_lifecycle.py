@@ -1,4 +1,4 @@
-"""The appointment state machine of CONTRACT section 7 through the API: every (status, action) pair,
+"""The appointment state machine of docs/api-rules.md §10 through the API: every (status, action) pair,
 check-in, complete (adds the outpatient visit), no-show (frees the slot), the events each change
 publishes, and access (scope, token, branch, unknown ids) on every write."""
 

@@ -336,7 +336,7 @@ def test_the_console_backend_prints_the_sms(
 def test_a_broker_outage_at_commit_keeps_the_booking_and_the_relay_sends_it_when_the_broker_is_back(
     client, writer, patient, doctor, enabled, gateway, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
-    # It was logged and lost ("could not queue ..."): now the outbox row is the record (CONTRACT section 18).
+    # It was logged and lost ("could not queue ..."): now the outbox row is the record (docs/operations.md §1).
     from kombu.exceptions import OperationalError
 
     from integrations.models import NotificationOutboxMessage

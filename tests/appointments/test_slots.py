@@ -1,5 +1,5 @@
 """GET /api/v1/appointments/slots: a doctor's sessions at a branch on a local date, minus leave and
-holidays, cut into a grid, minus booked and started cells (CONTRACT section 6)."""
+holidays, cut into a grid, minus booked and started cells (docs/api-rules.md §10)."""
 
 from __future__ import annotations
 

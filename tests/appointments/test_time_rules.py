@@ -1,4 +1,4 @@
-"""The time rules of CONTRACT section 11 on appointments: a reschedule is refused inside the cancellation
+"""The time rules of docs/api-rules.md §7 on appointments: a reschedule is refused inside the cancellation
 window like a cancel (so a late cancellation cannot be laundered through a move to another day), check-in
 only on the appointment's local day at its branch, no-show only once it has started."""
 

@@ -1,4 +1,4 @@
-"""What PostgreSQL itself keeps of billing for accountants (CONTRACT section 13), whatever writes the rows:
+"""What PostgreSQL itself keeps of billing for accountants (docs/api-rules.md §12), whatever writes the rows:
 credit notes, their lines and refunds are never updated nor deleted (ORM or raw SQL), tax categories agree
 with the rates, HSN/SAC codes are 4, 6 or 8 ASCII digits, and an invoice's status, credits and refunds
 agree with what was paid."""

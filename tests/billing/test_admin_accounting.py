@@ -1,4 +1,4 @@
-"""Billing for accountants in the admin (CONTRACT section 13): the catalogue's tax category and HSN/SAC,
+"""Billing for accountants in the admin (docs/api-rules.md §12): the catalogue's tax category and HSN/SAC,
 credit notes issued from the invoice page, refunds through an add-only inline, read-only credit note and
 refund lists, the invoice's credited / net total / refunded / refund due, and Print PDF (the API's
 document, audited as staff reading the patient's data). Every change is made by billing.services, and

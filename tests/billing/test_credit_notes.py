@@ -1,4 +1,4 @@
-"""Credit notes (CONTRACT section 13): POST/GET /api/v1/billing/invoices/{id}/credit-notes and the credit note
+"""Credit notes (docs/api-rules.md §12): POST/GET /api/v1/billing/invoices/{id}/credit-notes and the credit note
 detail. Tax reversed line by line, own gap-free series per branch and financial year, the invoice's
 credited / net_total / balance / refund_due and status, and everything refused with nothing written."""
 

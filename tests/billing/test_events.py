@@ -1,4 +1,4 @@
-"""The billing events (CONTRACT sections 12 and 13): `invoice.finalized`, `invoice.cancelled`,
+"""The billing events (docs/api-rules.md §8 and §12): `invoice.finalized`, `invoice.cancelled`,
 `payment.recorded`, `credit_note.issued` and `refund.recorded` are written to the webhook outbox in the
 transaction of the change, carry the API representations exactly as the API answers them (money as exact
 JSON numbers), follow the branch filter, reach a real receiver signed per Standard Webhooks, and are

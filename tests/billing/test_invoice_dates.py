@@ -1,4 +1,4 @@
-"""Invoice dates are bounded (CONTRACT section 11): no earlier than 1 April of the previous Indian financial
+"""Invoice dates are bounded (docs/api-rules.md §7): no earlier than 1 April of the previous Indian financial
 year and never after today at the branch. Refused on create and edit through the API (400 naming `date`),
 at finalization, in the services and in the admin, so a number such as `BLR/0-01/00001` is never issued."""
 

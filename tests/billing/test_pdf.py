@@ -1,4 +1,4 @@
-"""The printed GST documents (CONTRACT section 13): GET /api/v1/billing/invoices/{id}.pdf and
+"""The printed GST documents (docs/api-rules.md §12): GET /api/v1/billing/invoices/{id}.pdf and
 GET .../credit-notes/{credit_note_id}.pdf, read back with pdftotext (what an accountant copies from it) and
 rendered to PNG under test-artifacts/pdf/ (what it looks like).
 

@@ -1,4 +1,4 @@
-"""Refunds (CONTRACT section 13): POST /api/v1/billing/invoices/{id}/refunds, at most paid minus refunded,
+"""Refunds (docs/api-rules.md §12): POST /api/v1/billing/invoices/{id}/refunds, at most paid minus refunded,
 immutable, in the detail; the invoice's status follows its balance."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""generate_scale_data's accounting (CONTRACT section 13) at small scale: catalogue entries and lines carry a
+"""generate_scale_data's accounting (docs/api-rules.md §12) at small scale: catalogue entries and lines carry a
 tax category and HSN/SAC that agree with their rate; credit notes reverse tax exactly as billing.services
 does, are numbered per branch and financial year with no gaps and match their counters; `credited` and
 `refunded` are the sums of the notes and refunds and the statuses follow billing.services' rules; dates run

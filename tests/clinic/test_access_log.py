@@ -1,4 +1,4 @@
-"""The web role's access log holds no query string, Referer or Basic user name (CONTRACT section 11): gunicorn's
+"""The web role's access log holds no query string, Referer or Basic user name (docs/api-rules.md §7): gunicorn's
 default line logged the raw request line, so a token sent as ?access_token= (refused with 401) and every
 patient search term ended up in the log."""
 

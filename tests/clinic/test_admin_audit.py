@@ -1,4 +1,4 @@
-"""Staff reading patient data in the admin is audited (CONTRACT section 11): every admin page that shows a
+"""Staff reading patient data in the admin is audited (docs/api-rules.md §7): every admin page that shows a
 patient's data writes exactly one audit row, actor `staff:<user>`, no API client, and the UUIDs of the
 patients the page showed; pages that show no patient write none."""
 

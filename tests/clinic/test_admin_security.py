@@ -1,4 +1,4 @@
-"""The admin's login (CONTRACT section 11): lockout after repeated failures (django-axes, per user name and
+"""The admin's login (docs/api-rules.md §7): lockout after repeated failures (django-axes, per user name and
 address), sessions of at most ADMIN_SESSION_HOURS, and TOTP two-factor authentication (django-otp) when
 ADMIN_REQUIRE_2FA is on, with the enrolment command staff use to set up their authenticator app."""
 

@@ -136,7 +136,7 @@ def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker
 
 
 def test_readyz_stays_ready_but_degraded_when_redis_does_not_answer(client, settings):
-    # Failing it took every pod out of the balancer at once while the API could serve (CONTRACT section 18).
+    # Failing it took every pod out of the balancer at once while the API could serve (docs/operations.md §1).
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
 
     response = client.get("/readyz")

@@ -1,4 +1,4 @@
-"""Malformed input of any kind is a 4xx problem naming what was wrong, never a 500 (CONTRACT section 11):
+"""Malformed input of any kind is a 4xx problem naming what was wrong, never a 500 (docs/api-rules.md §7):
 Content-Types without a boundary or with an unknown charset, NUL bytes and Unicode digits in bodies, query
 values and paths, deep nesting, oversized bodies, too many form fields, pages past any offset. Each refused
 request changes nothing and still leaves its audit row."""

@@ -1,4 +1,4 @@
-"""CONTRACT section 1: a query parameter the operation does not take is a 400 `unknown_parameter` naming
+"""docs/api-rules.md §1: a query parameter the operation does not take is a 400 `unknown_parameter` naming
 each of them (a typo such as `?serach=` must not silently return everything), on every operation: lists,
 details, slots, the summary, actions and writes; a refused request changes nothing. The accepted names
 are those the OpenAPI document lists for the operation (one declaration: ClinicAPIView.query_params)."""

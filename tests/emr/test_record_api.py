@@ -1,4 +1,4 @@
-"""GET /api/v1/patients/{id}/record (CONTRACT section 16): the whole body, per-section paging, branch
+"""GET /api/v1/patients/{id}/record (docs/api-rules.md §15): the whole body, per-section paging, branch
 restriction, scope, audit, bad input and a pinned number of queries."""
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ def test_other_branch_patient_unknown_and_malformed_refs_are_404(world: RecordWo
 
     for ref in (world.patient.patient_id, str(stranger.id), "PAT-999999", "not-a-uuid"):
         assert_problem(_get(token, ref), 404, "not_found")
-    # Non-ASCII digits are refused before routing (CONTRACT section 11), as on every path.
+    # Non-ASCII digits are refused before routing (docs/api-rules.md §7), as on every path.
     assert_problem(_get(token, "PAT-\u0661\u0662"), 400, "invalid_request")
 
 

@@ -1,4 +1,4 @@
-"""Leaks and authentication details found by black-box testing (issue 13 item 3, CONTRACT section 11):
+"""Leaks and authentication details found by black-box testing (issue 13 item 3, docs/api-rules.md §7):
 tokens from the header only, one way of sending client credentials, the anonymous per-address limit,
 audit rows for failed exchanges, encrypted idempotency records, no-store and security headers, and no
 cross-branch existence oracle on duplicates."""

@@ -1,4 +1,4 @@
-"""GET /api/v1/lab/tests (CONTRACT section 14): the active catalogue by code with analytes and their
+"""GET /api/v1/lab/tests (docs/api-rules.md §13): the active catalogue by code with analytes and their
 reference ranges, the kind and modality filters, pagination in headers, the scope, and a query count that
 does not grow with the catalogue."""
 

@@ -1,4 +1,4 @@
-"""seed_demo's lab part: the catalogue of CONTRACT section 10 (a CBC, a lipid panel, a blood group, a chest
+"""seed_demo's lab part: the catalogue of docs/operations.md §3 (a CBC, a lipid panel, a blood group, a chest
 X-ray and a CT), each with its exempt billing item, created once (idempotent)."""
 
 from __future__ import annotations

@@ -229,7 +229,7 @@ def test_the_console_backend_prints_the_sms(
 def test_a_broker_outage_at_commit_keeps_the_results_and_the_relay_sends_it_when_the_broker_is_back(
     client, world, enabled, gateway, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
-    # The notification is an outbox row written with the results (CONTRACT section 18), not a message that
+    # The notification is an outbox row written with the results (docs/operations.md §1), not a message that
     # the broker outage loses.
     from kombu.exceptions import OperationalError
 

@@ -1,4 +1,4 @@
-"""POST/GET /api/v1/lab/orders and the collect and cancel transitions (CONTRACT section 14): exact bodies,
+"""POST/GET /api/v1/lab/orders and the collect and cancel transitions (docs/api-rules.md §13): exact bodies,
 numbering, billing on the draft invoice, refusals that write nothing, states, branch visibility and events."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lab orders, items and results are records (CONTRACT section 11): PostgreSQL refuses to delete them, and a
+"""Lab orders, items and results are records (docs/api-rules.md §7): PostgreSQL refuses to delete them, and a
 result version is never rewritten; superseding it (current true -> false) is the one change allowed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""POST /api/v1/lab/orders/{id}/results (CONTRACT section 14): values checked against the analyte, flags from
+"""POST /api/v1/lab/orders/{id}/results (docs/api-rules.md §13): values checked against the analyte, flags from
 the band for the patient's sex and age at collection, versions (preliminary, final, amended with a reason)
 kept and shown, item and order statuses, the result events, and every refusal changing nothing."""
 

@@ -1,5 +1,5 @@
 """Results a laboratory reported with a comparator (`>14`), as a range (10-20) or with its own range and flag
-(CONTRACT section 19, through lab.results as the HL7 channel records them): stored as such, flagged only when
+(docs/operations.md §6, through lab.results as the HL7 channel records them): stored as such, flagged only when
 the flag holds for every value they stand for, and shown in the order's representation beside ours. A bounded
 value the analyte cannot take is refused and changes nothing."""
 

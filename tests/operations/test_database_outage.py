@@ -1,4 +1,4 @@
-"""PostgreSQL going away under a running request (CONTRACT section 18): 503 problem+json with Retry-After,
+"""PostgreSQL going away under a running request (docs/operations.md §1): 503 problem+json with Retry-After,
 never a 500, nothing half-written, and the service answers normally once the database is reachable again,
 without a restart. The connection runs through a TCP proxy the test cuts at a chosen SQL statement."""
 

@@ -1,4 +1,4 @@
-"""Log lines as JSON (CONTRACT section 18): UTC time, level, logger, message, request id, client id, route."""
+"""Log lines as JSON (docs/operations.md §1): UTC time, level, logger, message, request id, client id, route."""
 
 from __future__ import annotations
 

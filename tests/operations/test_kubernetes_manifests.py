@@ -1,4 +1,4 @@
-"""deploy/kubernetes renders with `kubectl kustomize` and holds what CONTRACT section 18 asks of it: probes on
+"""deploy/kubernetes renders with `kubectl kustomize` and holds what docs/operations.md §1 asks of it: probes on
 the probe paths, non-root containers with resources, a drain that fits the grace period, one migrate Job,
 PgBouncer in transaction mode, a PDB, an HPA on CPU and NetworkPolicies."""
 

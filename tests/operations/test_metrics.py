@@ -1,4 +1,4 @@
-"""/metrics (CONTRACT section 18): Prometheus text, behind METRICS_TOKEN, any Host, with request counts per
+"""/metrics (docs/operations.md §1): Prometheus text, behind METRICS_TOKEN, any Host, with request counts per
 route, the rate-limit fallback counter and the outbox backlog read from PostgreSQL."""
 
 from __future__ import annotations

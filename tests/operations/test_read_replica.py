@@ -1,4 +1,4 @@
-"""The optional read replica (CONTRACT section 18, clinic/replica.py). A second database alias `replica` is
+"""The optional read replica (docs/operations.md §1, clinic/replica.py). A second database alias `replica` is
 added the way DATABASE_REPLICA_URL adds it (its own connection, a separate PostgreSQL session, on the test
 database: TEST MIRROR), and every statement each alias runs is recorded, so the tests see which database
 answered each read of a real request through the whole stack."""

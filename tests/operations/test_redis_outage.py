@@ -1,4 +1,4 @@
-"""Redis stopping and starting under the API (CONTRACT section 18): the API keeps serving, rate limits fall
+"""Redis stopping and starting under the API (docs/operations.md §1): the API keeps serving, rate limits fall
 back to a per-process approximation with one log line and a metric, and go back to Redis when it answers.
 The Redis is the tests' own (tests/operations/conftest.py), stopped and started for real."""
 

@@ -191,7 +191,7 @@ def test_minimal_create_has_empty_optional_fields(client, branch, writer):
 
 def test_patient_ids_are_consecutive_from_the_sequence_and_never_reused(client, writer):
     first = post_patient(client, writer, MINIMAL).json()["patient_id"]
-    # Patients are never deleted (CONTRACT section 11); even rows gone by TRUNCATE (a rebuilt database)
+    # Patients are never deleted (docs/api-rules.md §7); even rows gone by TRUNCATE (a rebuilt database)
     # do not give their numbers back.
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")

@@ -88,7 +88,7 @@ def test_same_phone_or_same_birth_date_alone_is_no_duplicate(client, branch, wri
 @pytest.mark.django_db
 def test_the_duplicate_rule_spans_branches(client, branch, writer):
     """A person is one person across branches: a client that cannot see the other branch still gets the
-    409, but without that record's ids (CONTRACT section 11: no cross-branch existence oracle)."""
+    409, but without that record's ids (docs/api-rules.md §7: no cross-branch existence oracle)."""
     PatientFactory(
         phone="+919845012345", date_of_birth=date(1992, 7, 19), registration_branch=BranchFactory(code="MUM")
     )

@@ -1,4 +1,4 @@
-"""A clinical record entered in error is marked, never deleted (CONTRACT section 11): who, when and why,
+"""A clinical record entered in error is marked, never deleted (docs/api-rules.md §7): who, when and why,
 all or nothing (a database constraint); it leaves the API profile and the list's last visit, and staff
 still read it in the admin, read-only, with its history. Changes staff make in the admin are history rows
 with old and new values, the national ID masked."""

@@ -1,4 +1,4 @@
-"""The patient events (CONTRACT section 12): `patient.registered` and `patient.updated` are written to the
+"""The patient events (docs/api-rules.md §8): `patient.registered` and `patient.updated` are written to the
 webhook outbox in the transaction of the change, carry the profile exactly as GET /api/v1/patients/{id}
 answers it (the national ID masked), are published only when the record changed, reach a real receiver
 signed per Standard Webhooks, and are documented and offered like every other kind."""

@@ -211,7 +211,7 @@ def test_every_bad_query_parameter_is_named_at_once(client, reader):
 
 
 def test_unknown_query_parameters_are_refused(client, reader, branch):
-    # CONTRACT section 1: a typo such as ?serach= must not silently list everyone.
+    # docs/api-rules.md §1: a typo such as ?serach= must not silently list everyone.
     PatientFactory(registration_branch=branch)
 
     response = listing(client, reader, "?colour=blue")

@@ -44,7 +44,7 @@ def register_at(when: dict[Patient, datetime]) -> None:
 
 
 def allow_patient_deletes() -> None:
-    """Patients are never deleted (a trigger refuses it, CONTRACT section 11), but the count triggers still
+    """Patients are never deleted (a trigger refuses it, docs/api-rules.md §7), but the count triggers still
     follow a deletion done with that guard off (maintenance by a database owner). The guard is disabled
     inside the test's transaction only, which rolls it back."""
     with connection.cursor() as cursor:

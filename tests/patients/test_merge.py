@@ -1,4 +1,4 @@
-"""Patients are deactivated or merged, never deleted (CONTRACT section 11). A merge moves nothing: the
+"""Patients are deactivated or merged, never deleted (docs/api-rules.md §7). A merge moves nothing: the
 duplicate keeps its rows, is deactivated and points at the survivor; the survivor's profile includes
 the duplicate's clinical records, and the API resolves the duplicate's ids to the survivor. Both are
 admin actions asking for a reason, recorded in the history."""

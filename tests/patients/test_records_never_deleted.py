@@ -1,4 +1,4 @@
-"""Clinical and financial records are never hard-deleted (CONTRACT section 11): the admin offers no
+"""Clinical and financial records are never hard-deleted (docs/api-rules.md §7): the admin offers no
 Delete (pages, actions, inline checkboxes), the ORM refuses (PROTECT) and PostgreSQL refuses even raw SQL
 (a trigger per table); only the lines of a draft invoice may still be removed."""
 

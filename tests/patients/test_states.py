@@ -1,4 +1,4 @@
-"""A patient's address names its state from the closed list (CONTRACT section 13): the API reads the name
+"""A patient's address names its state from the closed list (docs/api-rules.md §12): the API reads the name
 (case and spacing ignored, official former names), the ISO 3166-2:IN code or the GST state code, stores
 and returns the canonical name, and refuses anything else with a 400 on `address.state`. Migration 0011
 normalises the stored values and leaves (and reports) those it does not recognise."""

@@ -1,4 +1,4 @@
-"""POST/GET /api/v1/pharmacy/dispenses and returns (CONTRACT section 15): first expiry first out, a named
+"""POST/GET /api/v1/pharmacy/dispenses and returns (docs/api-rules.md §14): first expiry first out, a named
 batch, expired batches never used, each 409 with its body, the controlled drug register, billing, returns
 into the same batch; a refused request changes nothing."""
 

@@ -1,4 +1,4 @@
-"""The pharmacy events (CONTRACT sections 12 and 15): `prescription.created`, `dispense.completed`,
+"""The pharmacy events (docs/api-rules.md §8 and §14): `prescription.created`, `dispense.completed`,
 `stock.below_reorder` (once per crossing) and `stock.expiring` (the daily task) go through the outbox in the
 transaction of the change, carry the API representations, reach a real receiver signed per Standard
 Webhooks, and are documented under the OpenAPI `webhooks`."""

@@ -1,4 +1,4 @@
-"""Prescriptions under /api/v1/pharmacy/prescriptions (CONTRACT section 15): create with gap-free numbers,
+"""Prescriptions under /api/v1/pharmacy/prescriptions (docs/api-rules.md §14): create with gap-free numbers,
 detail with dispensed and remaining quantities, list filters, cancel; active prescriptions in the patient
 profile's current medications."""
 

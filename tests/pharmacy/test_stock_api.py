@@ -1,4 +1,4 @@
-"""The catalogue and stock under /api/v1/pharmacy (CONTRACT section 15): GET drugs, GET stock (on hand per drug
+"""The catalogue and stock under /api/v1/pharmacy (docs/api-rules.md §14): GET drugs, GET stock (on hand per drug
 and branch, expired apart, reorder levels, filters), POST receipts and adjustments; transfers and expiry
 write-offs through the services."""
 

@@ -1,6 +1,6 @@
 """python manage.py generate_scale_data --patients N --invoices M [--seed S] [--doctors 300] [--branches 20]
 [--appointments A] [--drugs 2000] [--today YYYY-MM-DD]: a large, valid dataset for performance work (issue 7), with
-credit notes and refunds on about 2 % of the invoices (CONTRACT section 13), and lab orders with their results
+credit notes and refunds on about 2 % of the invoices (docs/api-rules.md §12), and lab orders with their results
 (about 1.2 per completed appointment; issue 16), and a pharmacy (--drugs drugs stocked at every branch,
 prescriptions and about one dispense per completed appointment through the stock ledger; issue 17).
 

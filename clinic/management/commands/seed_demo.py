@@ -128,7 +128,7 @@ class Command(BaseCommand):
                 for p in patients
             ],
         }
-        # CONTRACT section 10: an inactive HL7 destination (enable it in the admin to try the channel).
+        # docs/operations.md §3: an inactive HL7 destination (enable it in the admin to try the channel).
         hl7_destination, _ = Hl7Destination.objects.get_or_create(
             name="Demo LIS (inactive)",
             defaults={

@@ -1,4 +1,4 @@
-"""GST arithmetic (CONTRACT section 8): a table of worked lines, the .005 boundaries, the odd-paisa split,
+"""GST arithmetic (docs/api-rules.md §11): a table of worked lines, the .005 boundaries, the odd-paisa split,
 and an independent integer-paise implementation checked against clinic.lib.tax over random lines."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """No input makes the FHIR server answer 500: every declared search parameter of every type, and the result
-parameters, with values built to break parsers (CONTRACT section 11). Each answer is 200 or a 4xx
+parameters, with values built to break parsers (docs/api-rules.md §7). Each answer is 200 or a 4xx
 OperationOutcome, and the server's own R4 check of the 200s holds."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An Observation of a result a laboratory reported with a comparator, as a range, or with its own reference
-range (CONTRACT section 19): valueQuantity.comparator, valueRange and referenceRange.text; every resource
+range (docs/operations.md §6): valueQuantity.comparator, valueRange and referenceRange.text; every resource
 emitted is validated with fhir.resources (conftest)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Search with FHIR semantics (CONTRACT section 16): identifiers, names, date prefixes, tokens, paging with
+"""Search with FHIR semantics (docs/api-rules.md §15): identifiers, names, date prefixes, tokens, paging with
 absolute links and a total, _sort, _include; and every refusal as an OperationOutcome naming the parameter."""
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_date_prefixes_on_encounters(world: RecordWorld, token_for: Any) -> None
         ("date=xx2026-01-01", ["date"]),
         ("date=2026-01-01T10:00", ["date"]),
         ("date=2026-02-30", ["date"]),
-        ("date=\u0662\u0660\u0662\u0666", ["date"]),  # non-ASCII digits: refused before the view (CONTRACT 11)
+        ("date=\u0662\u0660\u0662\u0666", ["date"]),  # non-ASCII digits: refused before the view (docs/api-rules.md §7)
         ("date=", ["date"]),
         ("_count=101", ["_count"]),
         ("_count=-1", ["_count"]),

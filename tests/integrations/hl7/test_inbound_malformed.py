@@ -1,4 +1,4 @@
-"""Malformed input (CONTRACT section 19): control characters in a field, impossible timestamps, other
+"""Malformed input (docs/hl7-inbound.md): control characters in a field, impossible timestamps, other
 encoding characters are AR or AE with a specific ERR code (HL7 table 0357) and one log line; never
 "internal error", never a traceback; nothing applied."""
 

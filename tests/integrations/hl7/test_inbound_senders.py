@@ -1,4 +1,4 @@
-"""Who may report what (CONTRACT section 19): registered senders bound to networks, branches and MSH-3/MSH-4;
+"""Who may report what (docs/hl7-inbound.md): registered senders bound to networks, branches and MSH-3/MSH-4;
 the duplicate key on the registered sender plus MSH-10 with a content check; PID required and matched in any
 PID-3 repetition. Each refusal leaves the database as it was."""
 

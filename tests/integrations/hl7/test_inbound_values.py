@@ -1,4 +1,4 @@
-"""Real laboratory messages read as they are written (CONTRACT section 19): OBX-3 with LOINC first and our
+"""Real laboratory messages read as they are written (docs/hl7-inbound.md): OBX-3 with LOINC first and our
 code as the alternate, or our code in any case; NM, SN, ST, TX, FT, CE and CWE values; the laboratory's own
 OBX-7 range and OBX-8 flag kept beside ours; MSH-18 honoured (a Latin-1 message sent as Latin-1 bytes by the
 `hl7` package's MLLP client)."""

@@ -232,7 +232,7 @@ def test_worker_processes_apply_messages_a_dead_one_is_replaced_and_sigterm_stop
     try:
         workers = _workers(process.pid)
         assert len(workers) == 2
-        # Two at a time: with the connections just closed, still within the per-address limit (CONTRACT 19).
+        # Two at a time: with the connections just closed, still within the per-address limit (docs/hl7-inbound.md).
         with ThreadPoolExecutor(2) as pool:
             answers = list(pool.map(refused_version, [f"M{n}" for n in range(16)]))
         assert answers == [("AR", f"M{n}") for n in range(16)]

@@ -1,4 +1,4 @@
-"""The listener's connection limits (CONTRACT section 19): one sender can never delay or reset another's
+"""The listener's connection limits (docs/hl7-inbound.md): one sender can never delay or reset another's
 connection. Real sockets against the listener in a thread; each sender connects from its own loopback
 address (Linux routes all of 127.0.0.0/8 to lo, so binding the client socket picks the source address).
 The flooding address is a registered sender too: the limit must hold for allowed senders, not only for

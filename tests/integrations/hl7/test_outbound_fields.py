@@ -1,4 +1,4 @@
-"""Outbound HL7 v2.5.1 fields as CONTRACT section 19 fixes them, read back with implementations nobody here
+"""Outbound HL7 v2.5.1 fields as docs/hl7-outbound.md fixes them, read back with implementations nobody here
 wrote: hl7apy (its 2.5.1 segment definitions name the fields: `aip.aip_6` is START_DATE_TIME) and python-hl7
 (the receiver on the wire). Names are non-ASCII, the doctor carries a title, the patient an e-mail address."""
 

@@ -1,4 +1,4 @@
-"""Registering HL7 senders (CONTRACT section 19): `manage.py create_hl7_sender` and the admin, through the same
+"""Registering HL7 senders (docs/hl7-inbound.md): `manage.py create_hl7_sender` and the admin, through the same
 rules (a branch at least, an MSH-3/MSH-4 one sender's alone, ASCII), and the received messages' admin
 showing the sender and the content digest."""
 

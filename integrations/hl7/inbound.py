@@ -227,7 +227,7 @@ def _analyte(obx: _Obx, target: ports.OruTarget) -> ports.OruAnalyte:
     if len(found) == 1:
         return found[0]
     if found:
-        names = ", ".join(a.code for a in found)
+        names = ", ".join(sorted(a.code for a in found))  # the analytes come in id order, which says nothing
         text = f"OBX-3 names more than one analyte of {target.test_code}: {names}."
     else:
         text = f"OBX-3 names no analyte of {target.test_code} (by its code or LOINC code)."

@@ -30,7 +30,6 @@ from clinic.lib.pdf import (
     MARGIN,
     NAME,
     NUMBER,
-    PDF,
     RULE,
     SECTION,
     SIGNATURE,
@@ -40,6 +39,7 @@ from clinic.lib.pdf import (
     RenderError,
     footed_canvas,
     grid,
+    inline_response,
     money,
     party,
     register_fonts,
@@ -274,7 +274,4 @@ def render_pdf(doc: TaxDocument) -> bytes:
 
 def pdf_response(document: TaxDocument) -> HttpResponse:
     """The document's PDF, shown in the browser (inline) under its number as the file name."""
-    response = HttpResponse(render_pdf(document), content_type=PDF)
-    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
-    response["Cache-Control"] = "no-store"
-    return response
+    return inline_response(render_pdf(document), document.filename)

@@ -31,18 +31,18 @@ from clinic.lib.pdf import (
     BOLD,
     CELL,
     FONT,
+    GRID_STYLE,
     HEAD,
     MARGIN,
     MARK,
     NAME,
-    PDF,
     RULE,
     SECTION,
-    SHADE,
     SMALL,
     TITLE,
     WIDTH,
     RenderError,
+    inline_response,
     printable,
 )
 from lab.models import LabOrder, LabOrderItem, LabResult, ResultStatus, TestKind
@@ -179,16 +179,7 @@ def _results_table(results: list[LabResult]) -> Table:
         if result.flag in CRITICAL:
             critical_rows.append(number)
     table = Table(rows, colWidths=list(_WIDTHS), repeatRows=1)
-    style: list[tuple[Any, ...]] = [
-        ("BACKGROUND", (0, 0), (-1, 0), SHADE),
-        ("BOX", (0, 0), (-1, -1), 0.6, RULE),
-        ("LINEBELOW", (0, 0), (-1, -1), 0.3, RULE),
-        ("VALIGN", (0, 0), (-1, -1), "TOP"),
-        ("TOPPADDING", (0, 0), (-1, -1), 2.5),
-        ("BOTTOMPADDING", (0, 0), (-1, -1), 2.5),
-        ("LEFTPADDING", (0, 0), (-1, -1), 3),
-        ("RIGHTPADDING", (0, 0), (-1, -1), 3),
-    ]
+    style: list[tuple[Any, ...]] = list(GRID_STYLE)
     style += [("BOX", (0, row), (-1, row), 0.9, MARK) for row in critical_rows]
     table.setStyle(TableStyle(style))
     return table
@@ -278,7 +269,4 @@ def render_lab_report(order: LabOrder) -> bytes:
 
 def lab_report_response(order: LabOrder) -> HttpResponse:
     """The report, shown in the browser (inline) under the order number as the file name."""
-    response = HttpResponse(render_lab_report(order), content_type=PDF)
-    response["Content-Disposition"] = f'inline; filename="{order.order_number}.pdf"'
-    response["Cache-Control"] = "no-store"
-    return response
+    return inline_response(render_lab_report(order), f"{order.order_number}.pdf")

@@ -18,6 +18,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import reportlab
+from django.http import HttpResponse
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
@@ -99,20 +100,31 @@ def money(amount: Decimal, style: Any = NUMBER) -> Paragraph:
     return Paragraph(indian_figures(amount), style)
 
 
+# Every document's tables: a shaded header row, a box, a rule under each row, compact padding.
+GRID_STYLE: tuple[tuple[Any, ...], ...] = (
+    ("BACKGROUND", (0, 0), (-1, 0), SHADE),
+    ("BOX", (0, 0), (-1, -1), 0.6, RULE),
+    ("LINEBELOW", (0, 0), (-1, -1), 0.3, RULE),
+    ("VALIGN", (0, 0), (-1, -1), "TOP"),
+    ("TOPPADDING", (0, 0), (-1, -1), 2.5),
+    ("BOTTOMPADDING", (0, 0), (-1, -1), 2.5),
+    ("LEFTPADDING", (0, 0), (-1, -1), 3),
+    ("RIGHTPADDING", (0, 0), (-1, -1), 3),
+)
+
+
+def inline_response(data: bytes, filename: str) -> HttpResponse:
+    """A PDF shown in the browser (inline) under `filename`, never cached (it carries patient data)."""
+    response = HttpResponse(data, content_type=PDF)
+    response["Content-Disposition"] = f'inline; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def grid(rows: list[list[Any]], widths: Sequence[float], *, numbers_from: int, total_row: bool = False) -> Table:
     """A full-width table with a shaded header row that repeats on each page it continues on."""
     table = Table(rows, colWidths=list(widths), repeatRows=1)
-    style: list[tuple[Any, ...]] = [
-        ("BACKGROUND", (0, 0), (-1, 0), SHADE),
-        ("BOX", (0, 0), (-1, -1), 0.6, RULE),
-        ("LINEBELOW", (0, 0), (-1, -1), 0.3, RULE),
-        ("VALIGN", (0, 0), (-1, -1), "TOP"),
-        ("TOPPADDING", (0, 0), (-1, -1), 2.5),
-        ("BOTTOMPADDING", (0, 0), (-1, -1), 2.5),
-        ("LEFTPADDING", (0, 0), (-1, -1), 3),
-        ("RIGHTPADDING", (0, 0), (-1, -1), 3),
-        ("ALIGN", (numbers_from, 0), (-1, -1), "RIGHT"),
-    ]
+    style = [*GRID_STYLE, ("ALIGN", (numbers_from, 0), (-1, -1), "RIGHT")]
     if total_row:
         style += [("BACKGROUND", (0, -1), (-1, -1), SHADE), ("LINEABOVE", (0, -1), (-1, -1), 0.6, RULE)]
     table.setStyle(TableStyle(style))

@@ -15,7 +15,7 @@ order is `final` when every item that is not cancelled is, else `resulted`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -235,7 +235,11 @@ def _order_done(state: _State) -> bool:
     return True
 
 
-@transaction.atomic
+def lab_order_analytes(order_id: uuid.UUID) -> list[Analyte]:
+    """The analytes of every test on an order (the plan the results service reads them with)."""
+    return _ANALYTES.fetch(order=order_id)
+
+
 def lab_results_record(
     *,
     order: LabOrder,
@@ -248,9 +252,10 @@ def lab_results_record(
 ) -> LabOrder:
     """Record the posted results as new versions (see the module docstring). 400 naming
     `results.<i>.test|analyte|value|unit`, `performed_at`, `performer`, `status` or `reason`; 409
-    invalid_state on a cancelled order, and for a preliminary or final result over a final one."""
-    return _record(
-        lambda: locks.lab_order_lock(order_id=order.pk, with_patient=True),
+    invalid_state on a cancelled order, and for a preliminary or final result over a final one. Atomic (in
+    lab_results_record_by_id, which it delegates to: a second atomic block would add a savepoint)."""
+    return lab_results_record_by_id(
+        order_id=order.pk,
         results=results,
         performed_at=performed_at,
         performer=performer,
@@ -271,34 +276,8 @@ def lab_results_record_by_id(
     reason: str = "",
     recorded_by: str = "system",
 ) -> LabOrder:
-    """lab_results_record for an order a channel found by id through its own branch-restricted read (lab.ports:
-    an HL7 sender's oru_target). LabOrder.DoesNotExist when there is no such order."""
-    return _record(
-        lambda: locks.lab_order_lock(order_id=order_id, with_patient=True),
-        results=results,
-        performed_at=performed_at,
-        performer=performer,
-        status=status,
-        reason=reason,
-        recorded_by=recorded_by,
-    )
-
-
-def lab_order_analytes(order_id: uuid.UUID) -> list[Analyte]:
-    """The analytes of every test on an order (the plan the results service reads them with)."""
-    return _ANALYTES.fetch(order=order_id)
-
-
-def _record(
-    lock: Callable[[], LabOrder],
-    *,
-    results: Sequence[ResultInput],
-    performed_at: datetime,
-    performer: str,
-    status: str,
-    reason: str,
-    recorded_by: str,
-) -> LabOrder:
+    """lab_results_record for an order known by id (a channel found it through its own branch-restricted
+    read: lab.ports.oru_target). LabOrder.DoesNotExist when there is no such order."""
     reason, performer = reason.strip(), performer.strip()
     errors: dict[str, str] = {}
     if status not in ResultStatus.values:
@@ -311,7 +290,7 @@ def _record(
         errors["performed_at"] = "Cannot be in the future."
     if not results:
         errors["results"] = "Post at least one result."
-    order = lock()
+    order = locks.lab_order_lock(order_id=order_id, with_patient=True)
     if order.status not in RECORDABLE:
         raise InvalidState(f"Cannot record results on an order that is {order.status}.", current_status=order.status)
     if "performed_at" not in errors and performed_at < order.created_at - CLOCK_TOLERANCE:

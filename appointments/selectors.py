@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from appointments.models import Appointment
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Doctor
-from clinic.selectors import client_branch_ids, doctor_branches_visible
+from clinic.selectors import doctor_branches_visible
 from integrations.models import ApiClient
 from patients.models import Patient
 
@@ -30,11 +30,7 @@ def doctor_branch_resolve(*, client: ApiClient, doctor: Doctor, branch_id: uuid.
 
 
 def visible_appointments(client: ApiClient) -> QuerySet[Appointment]:
-    appointments = Appointment.objects.select_related("patient", "doctor__department", "branch")
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        appointments = appointments.filter(branch_id__in=allowed)
-    return appointments
+    return Appointment.objects.visible_to(client).select_related("patient", "doctor__department", "branch")
 
 
 def appointment_get(*, client: ApiClient, appointment_id: str) -> Appointment:
@@ -60,18 +56,14 @@ def appointment_visible_get(*, client: ApiClient, appointment_id: uuid.UUID) -> 
 def doctor_filter_check(*, client: ApiClient, doctor_id: uuid.UUID) -> None:
     """A doctor named in a list filter must exist at one of the client's branches (inactive doctors
     included: their past appointments stay listable). Otherwise NotFound, as for an unknown id, so the
-    filter reveals no one's existence."""
-    doctors = Doctor.objects.filter(id=doctor_id)
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        doctors = doctors.filter(branches__in=allowed)
+    filter reveals no one's existence. Closed branches count: their appointments stay listable too."""
+    doctors = Doctor.objects.at_branches(Branch.objects.visible_to(client).values("id")).filter(id=doctor_id)
     if not doctors.exists():
         raise NotFound(f"No doctor {doctor_id} available to this client.")
 
 
 def branch_filter_check(*, client: ApiClient, branch_id: uuid.UUID) -> None:
-    allowed = client_branch_ids(client)
-    if not Branch.objects.filter(id=branch_id).exists() or (allowed is not None and branch_id not in allowed):
+    if not Branch.objects.visible_to(client).filter(id=branch_id).exists():
         raise NotFound(f"No branch {branch_id} available to this client.")
 
 

@@ -11,6 +11,7 @@ from django.db.models import F, Q
 
 from clinic.lib.tax import HSN_SAC_PATTERN, UNTAXED_CATEGORIES, TaxCategory
 from clinic.models import Branch, Department, TimeStampedModel
+from clinic.visibility import BranchScopedQuerySet
 from patients.models import Patient
 
 ZERO = Decimal("0.00")
@@ -78,6 +79,10 @@ class BillableService(TimeStampedModel):
         return f"{self.code} · {self.name}"
 
 
+class InvoiceQuerySet(BranchScopedQuerySet["Invoice"]):
+    pass
+
+
 class Invoice(TimeStampedModel):
     """A GST invoice of one patient at one branch. Drafts are editable and unnumbered; finalizing assigns
     the number. The stored totals are the exact sums of the line items, kept by billing.services."""
@@ -127,6 +132,8 @@ class Invoice(TimeStampedModel):
     finalized_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancelled_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancellation_reason = models.CharField(max_length=500, blank=True, editable=False)
+
+    objects = InvoiceQuerySet.as_manager()
 
     class Meta:
         ordering = ["-date", "-created_at", "id"]
@@ -308,6 +315,10 @@ class LineItem(models.Model):
         return f"{self.service_name} x {self.quantity}"
 
 
+class PaymentQuerySet(BranchScopedQuerySet["Payment"]):
+    pass
+
+
 class Payment(models.Model):
     """Money received against a finalized invoice. Never updated or deleted: a trigger refuses both."""
 
@@ -332,6 +343,8 @@ class Payment(models.Model):
     recorded_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
     # The invoice's branch, set on insert by a trigger (migration 0004): collections by branch without a join.
     branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", editable=False, db_index=False)
+
+    objects = PaymentQuerySet.as_manager()
 
     class Meta:
         ordering = ["recorded_at", "id"]
@@ -367,6 +380,10 @@ def _money_column(help_text: str = "") -> models.DecimalField:
     return models.DecimalField(max_digits=14, decimal_places=2, default=ZERO, editable=False, help_text=help_text)
 
 
+class CreditNoteQuerySet(BranchScopedQuerySet["CreditNote"]):
+    pass
+
+
 class CreditNote(models.Model):
     """A GST credit note against an issued invoice (docs/api-rules.md §12): it reduces what the invoice asks,
     line by line, with the tax each line carried; the invoice's own lines never change. Numbered per branch
@@ -388,6 +405,8 @@ class CreditNote(models.Model):
     total = _money_column("taxable + tax: what the invoice's net total goes down by.")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
+
+    objects = CreditNoteQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -454,6 +473,10 @@ class CreditNoteLine(models.Model):
         return f"{self.service_name}: {self.amount}"
 
 
+class RefundQuerySet(BranchScopedQuerySet["Refund"]):
+    pass
+
+
 class Refund(models.Model):
     """Money paid back to the patient on an invoice: at most what was paid and not yet refunded. Never
     updated or deleted (a trigger refuses both, as for payments)."""
@@ -467,6 +490,8 @@ class Refund(models.Model):
     refund_date = models.DateField(help_text="The branch-local day the money was paid back.")
     recorded_at = models.DateTimeField(auto_now_add=True)
     recorded_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>", "staff:<user>" or "system".')
+
+    objects = RefundQuerySet.as_manager()
 
     class Meta:
         ordering = ["recorded_at", "id"]
@@ -504,9 +529,8 @@ class Refund(models.Model):
 # Contention: a change adds to its rows with INSERT ... ON CONFLICT DO UPDATE, which locks them until
 # commit. So the payments of one branch queue one behind the other: on the month row of their invoices'
 # dates, and on the day and month rows of their own date and mode. Each waits only for the end of the one
-# before it (the invoice's UPDATE and the COMMIT, 3 ms at p50 on a loaded 2-core box; longer with an
-# Idempotency-Key, whose record is written in the same transaction): some hundreds of payments per second
-# and branch, against a clinic's few per minute at its busiest counters. Other branches never wait.
+# before it (the invoice's UPDATE and the COMMIT; longer with an Idempotency-Key, whose record is written in
+# the same transaction): some hundreds of payments per second and branch (bench/results/), against a clinic's few per minute at its busiest counters. Other branches never wait.
 # Finalizations and cancellations take their invoice's rows too, but the finalizations of a branch
 # already queue on its invoice number counter. Should a branch ever need more, the way out is insert-only
 # delta rows folded in by a periodic task, at the price of that task.

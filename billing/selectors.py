@@ -10,9 +10,8 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import F, Prefetch, Q, QuerySet, UUIDField
+from django.db.models import Prefetch, Q, QuerySet
 
 from billing.models import (
     CreditNote,
@@ -29,20 +28,15 @@ from billing.models import (
     RollupPeriod,
 )
 from clinic.errors import FieldError, NotFound
-from clinic.models import Department
-from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched, server_binding_cursor
-from clinic.selectors import client_branch_ids
+from clinic.models import Branch, Department
+from clinic.query_plans import server_binding_cursor
+from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
 
 
 def visible_invoices(client: ApiClient) -> QuerySet[Invoice]:
-    """The one access chokepoint for invoices."""
-    invoices = Invoice.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        invoices = invoices.filter(branch_id__in=allowed)
-    return invoices
+    return Invoice.objects.visible_to(client)
 
 
 def _credit_notes() -> QuerySet[CreditNote]:
@@ -50,56 +44,21 @@ def _credit_notes() -> QuerySet[CreditNote]:
     return CreditNote.objects.order_by("created_at", "id").prefetch_related(Prefetch("lines", queryset=lines))
 
 
-# The detail's six reads, precompiled (clinic.query_plans): the ORM's prefetch_related compiled each of them
-# on every detail, payment, credit note and refund (whose events and answers carry the detail).
-_INVOICE = QueryPlan(lambda: Invoice.objects.select_related("branch", "patient").filter(id=Slot("id", UUIDField())))
-_LINES = QueryPlan(
-    lambda: (
-        LineItem.objects.select_related("department")
-        .filter(invoice_id=Slot("invoice", UUIDField()))
-        .order_by("position", "id")
+def _with_detail(invoices: QuerySet[Invoice]) -> QuerySet[Invoice]:
+    """With everything an invoice's detail shows: its branch and patient, its lines with their departments,
+    its payments, its credit notes with their lines and its refunds, each in display order."""
+    return invoices.select_related("branch", "patient").prefetch_related(
+        Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
+        Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
+        Prefetch("credit_notes", queryset=_credit_notes()),
+        Prefetch("refunds", queryset=Refund.objects.order_by("recorded_at", "id")),
     )
-)
-_PAYMENTS = QueryPlan(
-    lambda: Payment.objects.filter(invoice_id=Slot("invoice", UUIDField())).order_by("recorded_at", "id")
-)
-_CREDIT_NOTES = QueryPlan(
-    lambda: CreditNote.objects.filter(invoice_id=Slot("invoice", UUIDField())).order_by("created_at", "id")
-)
-_CREDIT_NOTE_LINES = QueryPlan(
-    lambda: CreditNoteLine.objects.filter(AnyOf(F("credit_note_id"), Slot("notes", ArrayField(UUIDField())))).order_by(
-        "position", "id"
-    )
-)
-_REFUNDS = QueryPlan(
-    lambda: Refund.objects.filter(invoice_id=Slot("invoice", UUIDField())).order_by("recorded_at", "id")
-)
-
-
-def _detailed(invoice_id: uuid.UUID, allowed: frozenset[uuid.UUID] | None) -> Invoice | None:
-    """The invoice with this id, when it is at one of the `allowed` branches (None: any), with everything its
-    detail shows: its branch and patient, its lines with their departments, its payments, its credit notes
-    with their lines and its refunds, each in display order and attached as prefetch_related attaches them
-    (5 statements, 6 with credit notes)."""
-    found = _INVOICE.fetch(id=invoice_id)
-    if not found or (allowed is not None and found[0].branch_id not in allowed):
-        return None
-    invoice = found[0]
-    prefetched(invoice, "line_items", _LINES.fetch(invoice=invoice.pk))
-    prefetched(invoice, "payments", _PAYMENTS.fetch(invoice=invoice.pk))
-    notes = _CREDIT_NOTES.fetch(invoice=invoice.pk)
-    lines = grouped(_CREDIT_NOTE_LINES.fetch(notes=[note.pk for note in notes]), "credit_note_id") if notes else {}
-    for note in notes:
-        prefetched(note, "lines", lines.get(note.pk, []))
-    prefetched(invoice, "credit_notes", notes)
-    prefetched(invoice, "refunds", _REFUNDS.fetch(invoice=invoice.pk))
-    return invoice
 
 
 def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
     """An invoice with everything its detail shows, whatever its branch: for the events its own writes
     publish (billing.events), never for a client's request."""
-    invoice = _detailed(invoice_id, None)
+    invoice = _with_detail(Invoice.objects.filter(id=invoice_id)).first()
     if invoice is None:
         raise Invoice.DoesNotExist(f"No invoice {invoice_id}.")
     return invoice
@@ -107,15 +66,13 @@ def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
 
 def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> Invoice:
     """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle).
-    With `detail`, everything the detail shows (_detailed)."""
+    With `detail`, everything the detail shows (_with_detail)."""
     try:
         key = uuid.UUID(invoice_id)
     except ValueError:
         raise NotFound(f"No invoice {invoice_id!r}.") from None
-    if detail:
-        invoice = _detailed(key, client_branch_ids(client))
-    else:
-        invoice = visible_invoices(client).filter(id=key).select_related("branch", "patient").first()
+    invoices = visible_invoices(client).filter(id=key)
+    invoice = (_with_detail(invoices) if detail else invoices.select_related("branch", "patient")).first()
     if invoice is None:
         raise NotFound(f"No invoice {invoice_id!r}.")
     return invoice
@@ -149,8 +106,8 @@ def invoice_list(
 def billing_summary(
     *, client: ApiClient, date_from: date, date_to: date, branch_id: uuid.UUID | None = None
 ) -> dict[str, Any]:
-    """The financial summary of docs/api-rules.md §11 and §12 over [date_from, date_to]: five aggregate
-    queries, and one for the names of the departments found.
+    """The financial summary of docs/api-rules.md §11 and §12 over [date_from, date_to], from the rollups
+    of the client's branches (or of `branch_id`, when the client may see it).
 
     Billed invoices are the finalized, partially paid and paid ones dated in the range. total_billed sums
     their grand totals; total_outstanding their balances as they stand now. total_collected and
@@ -159,7 +116,7 @@ def billing_summary(
     invoices' lines by department name, in name order."""
     branches: frozenset[uuid.UUID] | None = client_branch_ids(client)
     if branch_id is not None:
-        if branches is not None and branch_id not in branches:
+        if not Branch.objects.visible_to(client).filter(id=branch_id).exists():
             raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
         branches = frozenset({branch_id})
     # Each figure sums the rollups of its range (billing.models, migration 0004), kept exact by triggers in

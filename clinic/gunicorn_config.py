@@ -87,8 +87,8 @@ logger_class = AccessLogger
 def post_worker_init(worker: Any) -> None:
     """Load every view, serializer and schema module now, then move all that survives into the permanent
     generation (gc.freeze). Without it the collector's full passes walk the ~200,000 objects of the loaded
-    application again and again: they stopped a worker for 80-130 ms about once in twenty lab order lists
-    (p95 137 ms against p50 18 ms at 1.5 M orders), and frozen the p95 was 39 ms."""
+    application again and again, and stopped a worker in the middle of a request now and then: the tail
+    latency of the large lists (bench/results/scale.md) came from those passes."""
     import gc
 
     from django.urls import get_resolver

@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 import uuid
 import zoneinfo
+from typing import Any, Self
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
 
 from clinic.states import GST_STATE_CODES, IndianState
+from clinic.visibility import BranchRestricted, BranchScopedQuerySet
 
 GSTIN_PATTERN = re.compile(r"^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
 
@@ -27,6 +30,10 @@ class TimeStampedModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+class BranchQuerySet(BranchScopedQuerySet["Branch"]):
+    branch_path = "id"
 
 
 class Branch(TimeStampedModel):
@@ -59,6 +66,8 @@ class Branch(TimeStampedModel):
         help_text="The organisation's head office: where API clients of several branches register patients "
         "that arrive without a branch_id (unless the client has a default registration branch).",
     )
+
+    objects = BranchQuerySet.as_manager()
 
     class Meta:
         ordering = ["code"]
@@ -115,6 +124,21 @@ class Department(TimeStampedModel):
         return self.name
 
 
+class DoctorQuerySet(BranchScopedQuerySet["Doctor"]):
+    """A doctor is visible through the active branches they work at: a doctor whose only branches are closed or
+    hidden from the client has no slot to offer it (and the branch list hides closed branches too)."""
+
+    branch_path = "branches__id"
+
+    def visible_to(self, client: BranchRestricted) -> Self:
+        return self.at_branches(Branch.objects.visible_to(client).filter(is_active=True).values("id"))
+
+    def at_branches(self, branch_ids: Any) -> Self:
+        # EXISTS over the doctor's branches, not a join: a doctor at two visible branches is one row.
+        works_there = Doctor.branches.through.objects.filter(doctor_id=OuterRef("pk"), branch_id__in=branch_ids)
+        return self.filter(Exists(works_there))
+
+
 class Doctor(TimeStampedModel):
     """A practitioner in one department, consulting at one or more branches."""
 
@@ -129,6 +153,8 @@ class Doctor(TimeStampedModel):
     )
     registration_number = models.CharField(max_length=50, blank=True, help_text="Medical council registration.")
     is_active = models.BooleanField(default=True)
+
+    objects = DoctorQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "id"]

@@ -1,20 +1,23 @@
-"""Querysets compiled once, run many times: the ORM's SQL and row handling without compiling on every call.
+"""Querysets compiled once, run many times, and the server-binding cursor: kept where they earned it.
 
-The ORM compiles a queryset to SQL each time it runs: resolving lookups, joins, the select list and the
-ordering costs several times what executing a short indexed query does. On the hot write paths (an HL7
-result message, a booking) the same few querysets run with only their parameter values changing, and their
-compilation was the largest single cost in the profiles (bench/results/profiles/). A QueryPlan builds its
-queryset once with `Slot` placeholders where the values go, compiles it once per database connection, and on
-every call substitutes the values and builds the model instances exactly as the ORM's own iterator does
-(`from_db`, select_related populators, the fields' converters). Its parameters are bound on the server, so
-PostgreSQL parses and plans the statement once per connection too (psycopg's automatic preparation).
+Everything else reads through the ORM (docs/architecture.md §6, the plan policy). What is here rests on
+Django internals (the compiler's select list, `get_related_populators`, the fields' converters), so a Django
+upgrade starts with this module's tests (README, "Upgrading Django"). Its users:
 
-What a plan does not do: prefetch_related (load the related rows with a plan of their own, then attach them
-with `prefetched`), known related objects, deferred fields, values(). A Slot stands for one value (use it on
-the right-hand side of an exact, comparison or `contains` lookup).
+- `server_binding_cursor`: the bearer-token lookup (clinic.api.bearer), the audit insert (clinic.api.audit)
+  and the billing summary's one statement, on every request or on the summary's; PostgreSQL prepares each
+  once per connection (psycopg's automatic preparation).
+- `QueryPlan`: the booking path's two slot reads (appointments.slots), which every slot query and booking
+  runs; bench/results/plans_retired.md has the measurement that kept them.
 
-    items = QueryPlan(lambda: LabOrderItem.objects.select_related("test").filter(order_id=Slot("order", UUIDField())))
-    items.fetch(order=order.pk)  # -> list[LabOrderItem]
+A QueryPlan builds its queryset once with `Slot` placeholders where the values go, compiles it once per
+database connection, and on every call substitutes the values and builds the model instances as the ORM's
+own iterator does (`from_db`, select_related populators, the fields' converters). It does not prefetch, nor
+load deferred fields or values(). A Slot stands for one value (the right-hand side of an exact, comparison or
+`contains` lookup).
+
+    sessions = QueryPlan(lambda: WeeklySession.objects.filter(doctor_id=Slot("doctor", UUIDField())))
+    sessions.fetch(doctor=doctor.pk)  # -> list[WeeklySession]
 """
 
 from __future__ import annotations
@@ -23,14 +26,12 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
-from django.db.models import Expression, Field, Lookup, Model, QuerySet
-from django.db.models.fields.related_descriptors import ManyToManyDescriptor
+from django.db.models import Expression, Field, Model, QuerySet
 from django.db.models.query import get_related_populators
-from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
@@ -48,18 +49,6 @@ class Slot(Expression):
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r})"
-
-
-class AnyOf(Lookup):
-    """`lhs = ANY(rhs)`: membership in an array, the `__in` of a plan (whose IN list would change its SQL
-    with its length). Used as an expression: `.filter(AnyOf(F("id"), Slot("ids", ArrayField(UUIDField()))))`."""
-
-    lookup_name = "any_of"
-
-    def as_sql(self, compiler: Any, connection: Any) -> Any:
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 
 
 @dataclass(frozen=True)
@@ -163,86 +152,6 @@ def _bound(params: Iterable[Any], values: Mapping[str, Any], connection: Any) ->
     ]
 
 
-class UpdatePlan:
-    """An UPDATE of one table compiled once per connection:
-    `UpdatePlan(lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())), status=Slot("status", CharField()))`
-    then `.execute(order=..., status=...)`, which returns the number of rows updated. Like QuerySet.update() it
-    sends no signals and sets no auto_now field: give such a field a Slot of its own."""
-
-    def __init__(self, build: Callable[[], QuerySet[Any]], **assignments: Any) -> None:
-        self._build = build
-        self._assignments = assignments
-        self._compiled: weakref.WeakKeyDictionary[Any, tuple[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
-
-    def _compile(self, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        query = cast(UpdateQuery, self._build().query.chain(UpdateQuery))
-        query.add_update_values(self._assignments)
-        query.get_initial_alias()
-        # With a join (or a parent table) the ORM would first SELECT the matching keys and update by them:
-        # compiled once, those keys would be frozen into the statement.
-        if getattr(query, "related_updates", None) or query.count_active_tables() != 1:
-            raise ValueError("An UpdatePlan filters and updates its own table only.")
-        sql, params = query.get_compiler(connection=connection).as_sql()
-        return sql, tuple(params)
-
-    def execute(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
-        connection = connections[using]
-        compiled = self._compiled.get(connection)
-        if compiled is None:
-            compiled = self._compiled[connection] = self._compile(connection)
-        sql, params = compiled
-        with server_binding_cursor(connection) as cursor:
-            cursor.execute(sql, _bound(params, values, connection))
-            return int(cursor.rowcount)
-
-
-class InsertPlan:
-    """The INSERT of one new instance of `model`, composed once per connection: what `instance.save()` sends for
-    a new row (each field's `pre_save`, so auto_now_add and the like apply, then `get_db_prep_save`) as one
-    statement on a server-binding cursor, the columns the database generates (the serial primary key) read
-    back by RETURNING. Like bulk_create it sends no signals. Outside a transaction the statement commits by
-    itself (one statement is atomic); inside one it is part of it. A model with parents (multi-table
-    inheritance) or a field with a placeholder of its own is refused."""
-
-    def __init__(self, model: type[Model]) -> None:
-        meta = model._meta
-        if meta.parents:
-            raise ValueError("An InsertPlan inserts into one table: the model has parents.")
-        self._model = model
-        self._fields = [f for f in meta.local_concrete_fields if not f.db_returning]
-        self._returning = [f for f in meta.local_concrete_fields if f.db_returning]
-        if any(hasattr(f, "get_placeholder") for f in self._fields):
-            raise ValueError("An InsertPlan binds every value to a plain placeholder.")
-        self._sql: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-    def _compile(self, connection: Any) -> str:
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in self._fields)
-        values = ", ".join("%s" for _ in self._fields)
-        sql = f"INSERT INTO {quote(self._model._meta.db_table)} ({columns}) VALUES ({values})"  # noqa: S608
-        if self._returning:
-            sql += " RETURNING " + ", ".join(quote(f.column) for f in self._returning)
-        return sql
-
-    def insert(self, instance: Model, using: str = DEFAULT_DB_ALIAS) -> None:
-        if not isinstance(instance, self._model):
-            raise TypeError(f"This plan inserts {self._model.__name__} rows, not {type(instance).__name__}.")
-        connection = connections[using]
-        sql = self._sql.get(connection)
-        if sql is None:
-            sql = self._sql[connection] = self._compile(connection)
-        params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in self._fields]
-        with server_binding_cursor(connection) as cursor:
-            cursor.execute(sql, params)
-            returned = cursor.fetchone() if self._returning else ()
-        for field, value in zip(self._returning, returned, strict=True):
-            for converter in field.get_db_converters(connection):
-                value = converter(value, field, connection)
-            setattr(instance, field.attname, value)
-        instance._state.adding = False
-        instance._state.db = using
-
-
 def server_binding_cursor(connection: Any) -> Any:
     """A cursor of `connection` (through Django: health check, time zone, query logging, execute wrappers)
     that sends the parameters apart from the SQL instead of quoting them into it, so PostgreSQL can prepare
@@ -283,31 +192,3 @@ def _converted(compiled: _Compiled, raw: Any, connection: Any) -> list[Any]:
             value = convert(value, expression, connection)
         row[pos] = value
     return row
-
-
-def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:
-    """Attach `objects` as what `instance.<relation>.all()` returns (a reverse foreign key or a forward
-    many-to-many), as prefetch_related would, without building the related manager's queryset (its filter
-    is compiled work)."""
-    descriptor = getattr(type(instance), relation)
-    rel = descriptor.rel
-    if isinstance(descriptor, ManyToManyDescriptor):
-        if descriptor.reverse:
-            raise ValueError(f"{relation} is the reverse of a many-to-many: not supported.")
-        model, name = rel.model, rel.field.name
-    else:
-        model, name = rel.related_model, rel.cache_name
-        for obj in objects:  # each object's own foreign key points back at `instance`, as prefetch_related sets
-            rel.field.set_cached_value(obj, instance)
-    queryset: QuerySet[Any] = QuerySet(model=model)
-    queryset._result_cache = objects
-    queryset.__dict__["_prefetch_done"] = True  # an attribute the stubs do not declare
-    instance.__dict__.setdefault("_prefetched_objects_cache", {})[name] = queryset
-
-
-def grouped(objects: Iterable[M], key: str) -> Mapping[Any, list[M]]:
-    """`objects` by the value of their attribute `key`, each group in the order given."""
-    groups: dict[Any, list[M]] = {}
-    for obj in objects:
-        groups.setdefault(getattr(obj, key), []).append(obj)
-    return groups

@@ -11,9 +11,7 @@ from typing import Annotated, TypedDict
 from clinic.lib.shapes import Choices, Doc, Range, UUIDText
 from clinic.models import Branch as BranchModel
 from clinic.models import Doctor
-from clinic.selectors import client_branch_ids
 from clinic.states import IndianState
-from integrations.models import ApiClient
 
 
 class Branch(TypedDict):
@@ -59,15 +57,12 @@ def branch_data(branch: BranchModel) -> Branch:
     }
 
 
-def doctor_data(doctor: Doctor, client: ApiClient) -> DoctorSchema:
-    """The doctor's active branches that the client may see (prefetched `branches`)."""
-    allowed = client_branch_ids(client)
+def doctor_data(doctor: Doctor, branches: list[BranchModel]) -> DoctorSchema:
+    """The doctor with `branches`: its active branches that the client may see (doctor_branches_visible)."""
     return {
         "id": str(doctor.id),
         "name": doctor.name,
         "department": {"id": str(doctor.department_id), "name": doctor.department.name},
-        "branch_ids": sorted(
-            str(b.id) for b in doctor.branches.all() if b.is_active and (allowed is None or b.id in allowed)
-        ),
+        "branch_ids": sorted(str(b.id) for b in branches),
         "default_slot_minutes": doctor.default_slot_minutes,
     }

@@ -539,7 +539,7 @@ FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="ht
 FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
 FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)
 # How much of what the server emits is checked against the R4 models at run time (integrations.fhir.r4):
-# `all` every resource (about 0.4 ms each: a 500-entry $everything spends more on it than on its SQL),
+# `all` every resource (a large $everything spends more on it than on its SQL),
 # `sample` (default) one resource of each type per response and one line per export chunk, which catches a
 # mapping that went wrong for a whole type without paying per row, `off` none. The test suite runs `all`,
 # so every resource any test makes the server emit is checked in full.

@@ -20,7 +20,6 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import LabResult
 from lab.selectors import visible_lab_orders
@@ -51,18 +50,13 @@ def record_patient_ids(patient: Patient) -> list[uuid.UUID]:
     return [patient.id, *merged]
 
 
-def _restricted(rows: QuerySet[Any], client: ApiClient, field: str = "branch_id") -> QuerySet[Any]:
-    allowed = client_branch_ids(client)
-    return rows if allowed is None else rows.filter(**{f"{field}__in": allowed})
-
-
 def section_rows(*, client: ApiClient, section: str, patient_ids: Sequence[uuid.UUID]) -> QuerySet[Any]:
     """The rows of one section in its stable order (a tiebreak on id), entered-in-error rows left out."""
     # The patient was resolved through the client's restriction already (patient_get): the rows below are
     # its own, narrowed to the client's branches where a row belongs to one (visits, orders, pharmacy).
     if section == "encounters":
-        visits = Visit.objects.filter(patient_id__in=patient_ids, entered_in_error=False)
-        return _restricted(visits, client).select_related("doctor", "department", "branch").order_by("-start", "id")
+        visits = Visit.objects.visible_to(client).filter(patient_id__in=patient_ids, entered_in_error=False)
+        return visits.select_related("doctor", "department", "branch").order_by("-start", "id")
     if section == "diagnoses":
         diagnoses = Diagnosis.objects.filter(patient_id__in=patient_ids, entered_in_error=False)
         return diagnoses.order_by("-onset_date", "id")

@@ -16,6 +16,7 @@ from django.db.models.functions import Now
 from appointments.models import Appointment
 from billing.models import BillableService, Invoice
 from clinic.models import Branch, BranchYearCounter, Doctor, TimeStampedModel
+from clinic.visibility import BranchScopedQuerySet
 from patients.models import Patient
 
 
@@ -184,6 +185,10 @@ class Priority(models.TextChoices):
     STAT = "stat"
 
 
+class LabOrderQuerySet(BranchScopedQuerySet["LabOrder"]):
+    pass
+
+
 class LabOrder(TimeStampedModel):
     """An order of one or more tests for a patient at a branch, numbered per branch and year
     (`BLR-LAB-2026-000123`) in the ordering transaction."""
@@ -206,6 +211,8 @@ class LabOrder(TimeStampedModel):
     collected_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancelled_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancellation_reason = models.CharField(max_length=500, blank=True, editable=False)
+
+    objects = LabOrderQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -252,6 +259,10 @@ class ItemStatus(models.TextChoices):
 WORKLIST_STATUSES = (ItemStatus.SCHEDULED, ItemStatus.IN_PROGRESS)
 
 
+class LabOrderItemQuerySet(BranchScopedQuerySet["LabOrderItem"]):
+    branch_path = "order__branch_id"
+
+
 class LabOrderItem(models.Model):
     """One ordered test with its accession number (`BLR-26-0000123`: what the specimen label and the DICOM
     worklist show)."""
@@ -268,6 +279,8 @@ class LabOrderItem(models.Model):
     # The Modality Performed Procedure Step that started the item (its SOP Instance UID): what the
     # modality's later N-SET names.
     mpps_instance_uid = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
+
+    objects = LabOrderItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["order", "position", "id"]
@@ -362,6 +375,10 @@ class ResultStatus(models.TextChoices):
     AMENDED = "amended"
 
 
+class LabResultQuerySet(BranchScopedQuerySet["LabResult"]):
+    branch_path = "item__order__branch_id"
+
+
 class LabResult(models.Model):
     """One version of the result of one analyte of an order item (or, with no analyte, an imaging report).
     A new version supersedes the current one; earlier versions are kept (never updated nor deleted but for
@@ -392,6 +409,8 @@ class LabResult(models.Model):
     performer = models.CharField(max_length=200)
     recorded_at = models.DateTimeField(auto_now_add=True)
     recorded_by = models.CharField(max_length=200, blank=True)
+
+    objects = LabResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["item", "analyte", "version"]

@@ -9,13 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from django.contrib.postgres.fields import ArrayField
 from django.db.models import (
-    CharField,
     DateField,
     DateTimeField,
     Exists,
-    Expression,
     F,
     Func,
     OuterRef,
@@ -24,14 +21,11 @@ from django.db.models import (
     QuerySet,
     Subquery,
     TimeField,
-    UUIDField,
 )
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
 from clinic.models import Branch
-from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
-from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
     WORKLIST_STATUSES,
@@ -72,17 +66,11 @@ def lab_tests(*, kind: str | None = None, modality: str | None = None) -> QueryS
 
 
 def visible_lab_orders(client: ApiClient) -> QuerySet[LabOrder]:
-    """The access chokepoint for lists of lab orders: a client limited to some branches sees only theirs.
-    One order by id (lab_order_get) applies the same restriction to the row its plans load (_loaded)."""
-    orders = LabOrder.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        orders = orders.filter(branch_id__in=allowed)
-    return orders
+    return LabOrder.objects.visible_to(client)
 
 
 def _with_detail(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
-    """Everything the representation shows, in 3 queries: the order with branch, patient and doctor; its items
+    """Everything the representation shows: the order with branch, patient and doctor; its items
     with their tests; their results (every version) with their analytes."""
     results = LabResult.objects.select_related("analyte").order_by("analyte__position", "analyte__code", "version")
     items = (
@@ -93,55 +81,16 @@ def _with_detail(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
     return orders.select_related("branch", "patient", "doctor").prefetch_related(Prefetch("items", queryset=items))
 
 
-_ORDER = QueryPlan(
-    lambda: LabOrder.objects.select_related("branch", "patient", "doctor").filter(id=Slot("order", UUIDField()))
-)
-_ORDER_ITEMS = QueryPlan(
-    lambda: (
-        LabOrderItem.objects.select_related("test")
-        .filter(order_id=Slot("order", UUIDField()))
-        .order_by("position", "id")
-    )
-)
-_ORDER_RESULTS = QueryPlan(
-    lambda: (
-        LabResult.objects.select_related("analyte")
-        .filter(item__order_id=Slot("order", UUIDField()))
-        .order_by("analyte__position", "analyte__code", "version")
-    )
-)
-
-
 def lab_order_items(order_id: uuid.UUID) -> list[LabOrderItem]:
-    """An order's items with their tests, by position (precompiled: the results path reads them on every
-    post), whatever its branch: for the services, never for a client's request."""
-    return _ORDER_ITEMS.fetch(order=order_id)
-
-
-def _loaded(order_id: uuid.UUID, allowed: frozenset[uuid.UUID] | None) -> LabOrder | None:
-    """The order with this id, when it is at one of the `allowed` branches (None: any), with everything its
-    representation shows (what _with_detail loads, in the same order, attached as prefetch_related attaches
-    it), in 3 precompiled statements: compiling _with_detail's three queries was most of the CPU of a GET."""
-    found = _ORDER.fetch(order=order_id)
-    if not found or (allowed is not None and found[0].branch_id not in allowed):
-        return None
-    order = found[0]
-    items = lab_order_items(order_id)
-    results = grouped(_ORDER_RESULTS.fetch(order=order_id), "item_id")
-    for item in items:
-        item.order = order
-        for result in results.get(item.id, ()):
-            result.item = item
-        prefetched(item, "results", results.get(item.id, []))
-    prefetched(order, "items", items)
-    return order
+    """An order's items with their tests, by position, whatever its branch: for the services (which have
+    loaded the order through the client's restriction or the channel's branches), never for a request."""
+    return list(LabOrderItem.objects.select_related("test").filter(order_id=order_id).order_by("position", "id"))
 
 
 def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     """An order with everything its representation shows, whatever its branch: for the events its own writes
-    publish (lab.events), never for a client's request (an ORU message publishes its order's event on every
-    post). LabOrder.DoesNotExist when unknown."""
-    order = _loaded(order_id, None)
+    publish (lab.events), never for a client's request. LabOrder.DoesNotExist when unknown."""
+    order = _with_detail(LabOrder.objects.filter(id=order_id)).first()
     if order is None:
         raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
     return order
@@ -154,7 +103,7 @@ def lab_order_get(*, client: ApiClient, ref: str) -> LabOrder:
         key = uuid.UUID(ref)
     except ValueError:
         raise NotFound(f"No lab order {ref!r}.") from None
-    order = _loaded(key, client_branch_ids(client))  # visible_lab_orders' restriction, on the loaded row
+    order = _with_detail(visible_lab_orders(client).filter(id=key)).first()
     if order is None:
         raise NotFound(f"No lab order {ref!r}.")
     return order
@@ -235,43 +184,23 @@ def _created_on_local_days_anywhere(
 # --- Items and results for the standard channels (integrations.fhir) --------------------------------------
 
 
-# Restricted by a join on the order's branch, not `order__in=visible_lab_orders(...)`: that semi-join against
-# every order (for an unrestricted client too) led the planner away from the patient's own index; one
-# patient's Observations took 30 ms of SQL at a million patients.
-
-
 def visible_lab_items(client: ApiClient) -> QuerySet[LabOrderItem]:
     """Order items (a FHIR ServiceRequest, and a DiagnosticReport once resulted) of the visible orders."""
-    allowed = client_branch_ids(client)
-    items = LabOrderItem.objects.all()
-    return items if allowed is None else items.filter(order__branch_id__in=allowed)
+    return LabOrderItem.objects.visible_to(client)
 
 
 def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
     """The current version of each result of the visible orders (earlier versions are history)."""
-    allowed = client_branch_ids(client)
-    results = LabResult.objects.filter(current=True)
-    return results if allowed is None else results.filter(item__order__branch_id__in=allowed)
+    return LabResult.objects.visible_to(client).filter(current=True)
 
 
 # --- Items for the HL7 results channel (integrations.hl7, through lab.ports) ---------------------------------
 
 
-def lab_items_at_branches(branches: Expression | Sequence[uuid.UUID]) -> QuerySet[LabOrderItem]:
-    """The access chokepoint for a channel bound to branches (a registered HL7 sender, docs/hl7-inbound.md):
-    the items of orders at those branches only, so an order elsewhere is never loaded (and is answered as one
-    that does not exist). `branches` is a list of branch ids, or a plan's Slot holding one."""
-    return LabOrderItem.objects.filter(AnyOf(F("order__branch_id"), branches))
-
-
-# Precompiled (clinic.query_plans): every ORU message looks its order item up by accession number.
-_ITEM_AT_BRANCHES_BY_ACCESSION = QueryPlan(
-    lambda: (
-        lab_items_at_branches(Slot("branches", ArrayField(UUIDField())))
-        .select_related("test", "order__patient")
-        .filter(accession_number=Slot("accession", CharField()))
-    )
-)
+def lab_items_at_branches(branch_ids: Sequence[uuid.UUID]) -> QuerySet[LabOrderItem]:
+    """The items of orders at these branches only, for a channel bound to branches (a registered HL7 sender,
+    docs/hl7-inbound.md): an order elsewhere is never loaded, and is answered as one that does not exist."""
+    return LabOrderItem.objects.at_branches(list(branch_ids))
 
 
 def lab_item_for_report(
@@ -287,9 +216,14 @@ def lab_item_for_report(
     branches = list(branch_ids)
     for number in dict.fromkeys(accession_numbers):
         if number:
-            found = _ITEM_AT_BRANCHES_BY_ACCESSION.fetch(branches=branches, accession=number)
-            if found:
-                return found[0]
+            found = (
+                lab_items_at_branches(branches)
+                .select_related("test", "order__patient")
+                .filter(accession_number=number)
+                .first()
+            )
+            if found is not None:
+                return found
     numbers = [number for number in dict.fromkeys(order_numbers) if number]
     tests = [code for code in dict.fromkeys(test_identifiers) if code]
     if not numbers or not tests:
@@ -385,8 +319,8 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
     stations = ImagingStation.objects.filter(
         branch_id=OuterRef("order__branch_id"), modality=OuterRef("test__modality")
     )
-    items = LabOrderItem.objects.filter(
-        status__in=query.statuses, order__branch_id=query.branch_id, test__kind=TestKind.IMAGING
+    items: QuerySet[LabOrderItem] = LabOrderItem.objects.at_branches([query.branch_id]).filter(
+        status__in=query.statuses, test__kind=TestKind.IMAGING
     )
     if query.modality is not None:
         items = items.filter(query.modality.lookup("test__modality"))

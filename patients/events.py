@@ -59,6 +59,6 @@ def events_register() -> None:
 def publish(event_type: str, patient: Patient) -> None:
     """Publish `event_type` for `patient` inside the caller's transaction, with its profile as the API shows
     it now (two statements to read it) and its registration branch for the subscriptions' branch filter."""
-    profile = selectors.patient_profile_of(patient_id=patient.pk)
+    profile = selectors.patient_profile_load(patient_id=patient.pk)
     payload = representations.patient_profile(profile, timezone.localdate())  # as the endpoint does
     event_publish(event_type=event_type, payload={"patient": payload}, branch_id=profile.patient.registration_branch_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
+from typing import Self
 
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
@@ -12,6 +13,11 @@ from django.db.models.functions import Replace, Upper
 
 from clinic.models import Branch, Department, Doctor, EnteredInErrorModel, TimeStampedModel, entered_in_error_constraint
 from clinic.states import IndianState
+from clinic.visibility import BranchRestricted, BranchScopedQuerySet, client_branch_ids
+
+
+class PatientQuerySet(BranchScopedQuerySet["Patient"]):
+    branch_path = "registration_branch_id"
 
 
 class Patient(models.Model):
@@ -71,6 +77,8 @@ class Patient(models.Model):
     merged_at = models.DateTimeField(null=True, blank=True, editable=False)
     registered_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = PatientQuerySet.as_manager()
 
     class Meta:
         ordering = ["-registered_at", "id"]
@@ -141,12 +149,19 @@ class Patient(models.Model):
         return day.year - dob.year - ((day.month, day.day) < (dob.month, dob.day))
 
 
+class InsuranceQuerySet(BranchScopedQuerySet["Insurance"]):
+    branch_path = "patient__registration_branch_id"  # a patient's record follows the patient
+
+
 class Insurance(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="insurance")
+
     provider = models.CharField(max_length=100)
     policy_number = models.CharField(max_length=50)
     valid_until = models.DateField(null=True, blank=True)
+
+    objects = InsuranceQuerySet.as_manager()
 
     class Meta:
         ordering = ["provider", "id"]
@@ -154,6 +169,10 @@ class Insurance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.policy_number}"
+
+
+class DiagnosisQuerySet(BranchScopedQuerySet["Diagnosis"]):
+    branch_path = "patient__registration_branch_id"  # a patient's record follows the patient
 
 
 class Diagnosis(EnteredInErrorModel, TimeStampedModel):
@@ -164,11 +183,14 @@ class Diagnosis(EnteredInErrorModel, TimeStampedModel):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="diagnoses")
+
     code = models.CharField(max_length=20, help_text="e.g. E11.9")
     system = models.CharField(max_length=20, default="ICD-10")
     description = models.CharField(max_length=255)
     onset_date = models.DateField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+
+    objects = DiagnosisQuerySet.as_manager()
 
     class Meta:
         ordering = ["-onset_date", "id"]
@@ -179,6 +201,10 @@ class Diagnosis(EnteredInErrorModel, TimeStampedModel):
         return f"{self.code} {self.description}"
 
 
+class AllergyQuerySet(BranchScopedQuerySet["Allergy"]):
+    branch_path = "patient__registration_branch_id"  # a patient's record follows the patient
+
+
 class Allergy(EnteredInErrorModel, TimeStampedModel):
     class Severity(models.TextChoices):
         MILD = "mild"
@@ -187,9 +213,12 @@ class Allergy(EnteredInErrorModel, TimeStampedModel):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="allergies")
+
     substance = models.CharField(max_length=100)
     reaction = models.CharField(max_length=255, blank=True)
     severity = models.CharField(max_length=10, choices=Severity.choices)
+
+    objects = AllergyQuerySet.as_manager()
 
     class Meta:
         ordering = ["substance", "id"]
@@ -200,14 +229,21 @@ class Allergy(EnteredInErrorModel, TimeStampedModel):
         return self.substance
 
 
+class MedicationQuerySet(BranchScopedQuerySet["Medication"]):
+    branch_path = "patient__registration_branch_id"  # a patient's record follows the patient
+
+
 class Medication(EnteredInErrorModel, TimeStampedModel):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="medications")
+
     name = models.CharField(max_length=100)
     dosage = models.CharField(max_length=50, blank=True)
     frequency = models.CharField(max_length=50, blank=True)
     start_date = models.DateField(null=True, blank=True)
     end_date = models.DateField(null=True, blank=True, help_text="Empty while the patient still takes it.")
+
+    objects = MedicationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-start_date", "id"]
@@ -215,6 +251,16 @@ class Medication(EnteredInErrorModel, TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+class VisitQuerySet(BranchScopedQuerySet["Visit"]):
+    """A visit is visible where its patient is and where it happened: both branches must be the client's."""
+
+    def visible_to(self, client: BranchRestricted) -> Self:
+        allowed = client_branch_ids(client)
+        if allowed is None:
+            return self.all()
+        return self.filter(patient__registration_branch_id__in=allowed, branch_id__in=allowed)
 
 
 class Visit(EnteredInErrorModel, TimeStampedModel):
@@ -234,6 +280,8 @@ class Visit(EnteredInErrorModel, TimeStampedModel):
     start = models.DateTimeField()
     end = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=255, blank=True)
+
+    objects = VisitQuerySet.as_manager()
 
     class Meta:
         ordering = ["-start", "id"]

@@ -14,16 +14,15 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import DateField, OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
+from django.db.models import OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Greatest, Replace, Upper
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch
-from clinic.query_plans import QueryPlan, Slot
-from clinic.selectors import client_branch_ids
 from clinic.text import has_non_ascii_digit
+from clinic.visibility import client_branch_ids, client_sees_branch
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
 from patients.models import Allergy, Diagnosis, Patient, Visit
@@ -32,12 +31,8 @@ from patients.search import search as patient_search_ids
 
 
 def visible_patients(client: ApiClient) -> QuerySet[Patient]:
-    """The one access chokepoint: a branch-restricted client sees patients registered at its branches."""
-    patients = Patient.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        patients = patients.filter(registration_branch_id__in=allowed)
-    return patients
+    """Patients registered at the client's branches (Patient.objects.visible_to)."""
+    return Patient.objects.visible_to(client)
 
 
 def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
@@ -53,53 +48,20 @@ def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
         )
 
 
-# patient_get's two reads, precompiled (every booking, lab order and profile runs one): by id, and by the
-# business patient_id through its expression index (what _by_ref filters on).
-_PATIENT_BY_ID = QueryPlan(lambda: Patient.objects.filter(id=Slot("id", UUIDField())))
-_PATIENT_BY_KEY: QueryPlan[Patient] = QueryPlan(
-    lambda: (
-        Patient.objects.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
-        .filter(patient_id_key=Slot("key", TextField()))
-        .order_by("pk")[:1]
-    )
-)
-
-
-def _visible_patient(client: ApiClient, ref: str | uuid.UUID) -> Patient | None:
-    """What `_by_ref(visible_patients(client), ref).first()` gives, in one precompiled statement."""
-    return _one_visible(client_branch_ids(client), ref, _PATIENT_BY_ID, _PATIENT_BY_KEY)
-
-
-def _one_visible(
-    allowed: frozenset[uuid.UUID] | None,
-    ref: str | uuid.UUID,
-    by_id: QueryPlan[Patient],
-    by_key: QueryPlan[Patient],
-    **values: Any,
-) -> Patient | None:
-    """The patient `ref` names (UUID, else business patient_id) through the plan by id or by key, when
-    registered at one of the `allowed` branches (None: any); `values` fill the plans' other slots."""
-    if isinstance(ref, uuid.UUID):
-        found = by_id.fetch(id=ref, **values)
-    elif has_non_ascii_digit(ref):
-        return None
-    else:
-        try:
-            found = by_id.fetch(id=uuid.UUID(ref), **values)
-        except ValueError:
-            found = by_key.fetch(key=normalise_patient_ref(ref), **values)
-    if not found or (allowed is not None and found[0].registration_branch_id not in allowed):
-        return None
-    return found[0]
+def _one(patients: QuerySet[Patient], ref: str | uuid.UUID) -> Patient | None:
+    """The patient `ref` names among `patients` (UUID, else business patient_id); a merged record resolves
+    to the one that survived, if that one is among `patients` too."""
+    patient = (patients.filter(id=ref) if isinstance(ref, uuid.UUID) else _by_ref(patients, ref)).first()
+    if patient is not None and patient.merged_into_id is not None:
+        patient = patients.filter(id=patient.merged_into_id).first()
+    return patient
 
 
 def patient_get(*, client: ApiClient, ref: str) -> Patient:
     """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle). A patient
     merged into another resolves to the record that survived (FHIR Patient.link "replaced-by"): ids an
     integrator kept keep working, and reads and writes reach the one current record."""
-    patient = _visible_patient(client, ref)
-    if patient is not None and patient.merged_into_id is not None:
-        patient = _visible_patient(client, patient.merged_into_id)
+    patient = _one(visible_patients(client), ref)
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     return patient
@@ -182,45 +144,31 @@ ORDER BY v.start DESC, v.id
 """
 
 
-def _with_profile(patients: QuerySet[Patient]) -> QuerySet[Patient]:
-    """The patients with their branch and the profile's annotations: the small sections (as of the slot
-    `today`) and the ids of the records merged into each."""
+def _with_profile(patients: QuerySet[Patient], today: date) -> QuerySet[Patient]:
+    """The patients with their branch and the profile's annotations: the small sections (as of `today`) and
+    the ids of the records merged into each."""
     sections = RawSQL(  # noqa: S611 - fixed SQL; the date is a parameter
-        _SECTIONS, [Diagnosis.Status.ACTIVE, Slot("today", DateField())], output_field=TextField()
+        _SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField()
     )
     merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
     return patients.select_related("registration_branch").annotate(sections=sections, merged_ids=merged_ids)
-
-
-# The profile's patient row, precompiled like patient_get's (by id, by business patient_id).
-_PROFILE_BY_ID = QueryPlan(lambda: _with_profile(Patient.objects.filter(id=Slot("id", UUIDField()))))
-_PROFILE_BY_KEY: QueryPlan[Patient] = QueryPlan(
-    lambda: _with_profile(
-        Patient.objects.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value(""))))
-        .filter(patient_id_key=Slot("key", TextField()))
-        .order_by("pk")[:1]
-    )
-)
 
 
 def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     """A visible patient's profile in two statements whatever its size: the patient with its branch and
     its small sections (insurance, active diagnoses, allergies, current medications), then its visits.
     A merged patient's ref resolves to the surviving record (one more statement), as in patient_get."""
-    return _profile(client_branch_ids(client), ref)
+    return _profile(visible_patients(client), ref)
 
 
-def patient_profile_of(*, patient_id: uuid.UUID) -> PatientProfile:
+def patient_profile_load(*, patient_id: uuid.UUID) -> PatientProfile:
     """Any patient's profile, read as patient_profile reads it but under no client's restriction: what the
-    patient events carry (their subscriptions filter by branch themselves). Two statements."""
-    return _profile(None, patient_id)
+    patient events carry (their subscriptions filter by branch themselves)."""
+    return _profile(Patient.objects.all(), patient_id)
 
 
-def _profile(allowed: frozenset[uuid.UUID] | None, ref: str | uuid.UUID) -> PatientProfile:
-    today = timezone.localdate()
-    patient: Any = _one_visible(allowed, ref, _PROFILE_BY_ID, _PROFILE_BY_KEY, today=today)
-    if patient is not None and patient.merged_into_id is not None:
-        patient = _one_visible(allowed, patient.merged_into_id, _PROFILE_BY_ID, _PROFILE_BY_KEY, today=today)
+def _profile(patients: QuerySet[Patient], ref: str | uuid.UUID) -> PatientProfile:
+    patient: Any = _one(_with_profile(patients, timezone.localdate()), ref)
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     with connection.cursor() as cursor:
@@ -240,12 +188,12 @@ def _last_visit_date() -> Greatest:
     return Greatest(own, merged)  # PostgreSQL's GREATEST skips NULLs
 
 
-def _summaries() -> QuerySet[Patient]:
-    """Patients with only what a list summary shows (api.serializers.patient_summary), their branch's time
+def _summaries(patients: QuerySet[Patient]) -> QuerySet[Patient]:
+    """`patients` with only what a list summary shows (api.serializers.patient_summary), their branch's time
     zone and their last visit."""
     fields = ("patient_id", "first_name", "last_name", "phone", "gender", "date_of_birth")
     return (
-        Patient.objects.select_related("registration_branch")
+        patients.select_related("registration_branch")
         .only(*fields, "registration_branch__time_zone")
         .annotate(last_visit_at=_last_visit_date())
     )
@@ -256,7 +204,7 @@ def _list_branches(client: ApiClient, branch_id: uuid.UUID | None) -> list[uuid.
     allowed = client_branch_ids(client)
     if branch_id is None:
         return None if allowed is None else sorted(allowed)
-    return [branch_id] if allowed is None or branch_id in allowed else []
+    return [branch_id] if client_sees_branch(client, branch_id) else []
 
 
 def _registered_since(registered_after: date) -> datetime | None:
@@ -377,7 +325,9 @@ def patient_list(
         rows = rows.filter(registered_at__lt=located.until)
     start = offset - located.before
     page_ids = rows.order_by("-registered_at", "id").values("id")[start : start + limit]
-    return list(_summaries().filter(id__in=page_ids).order_by("-registered_at", "id")), located.total
+    return list(
+        _summaries(visible_patients(client)).filter(id__in=page_ids).order_by("-registered_at", "id")
+    ), located.total
 
 
 def patient_search(
@@ -394,7 +344,7 @@ def patient_search(
         branch_ids=client_branch_ids(client), branch_id=branch_id, registered_after=registered_after
     )
     ids, total = patient_search_ids(search, filters, offset=offset, limit=limit)
-    found = {patient.id: patient for patient in _summaries().filter(id__in=ids)}
+    found = {patient.id: patient for patient in _summaries(visible_patients(client)).filter(id__in=ids)}
     return [found[patient_id] for patient_id in ids if patient_id in found], total
 
 
@@ -404,19 +354,19 @@ def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | Non
     organisation's head office (docs/api-rules.md §9), so a body with exactly the specification's fields is
     accepted. A missing or invisible branch is a 400 on `branch_id`."""
     allowed = client_branch_ids(client)
+    active = Branch.objects.visible_to(client).filter(is_active=True)
     if branch_id is None:
         if allowed is not None and len(allowed) == 1:
-            return Branch.objects.get(id=next(iter(allowed)))
+            return Branch.objects.visible_to(client).get()
         for candidate in (client.default_branch_id, _head_office_id()):
-            if candidate is not None and (allowed is None or candidate in allowed):
-                branch = Branch.objects.filter(id=candidate, is_active=True).first()
-                if branch is not None:
-                    return branch
+            branch = active.filter(id=candidate).first() if candidate is not None else None
+            if branch is not None:
+                return branch
         raise FieldError(
             {"branch_id": "Required: this client may register patients at more than one branch, and has no default."}
         )
-    branch = Branch.objects.filter(id=branch_id, is_active=True).first()
-    if branch is None or (allowed is not None and branch.id not in allowed):
+    branch = active.filter(id=branch_id).first()
+    if branch is None:
         raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
     return branch
 
@@ -430,22 +380,13 @@ def _head_office_id() -> uuid.UUID | None:
 # to some branches sees only the visits of those. Rows entered in error are left out (docs/api-rules.md §7).
 
 
-def _of_visible_patients(rows: QuerySet[Any], client: ApiClient) -> QuerySet[Any]:
-    # A join on the patient's branch, not `patient__in=visible_patients(...)`: no subquery for the
-    # unrestricted client, and the planner keeps using the rows' own patient index.
-    allowed = client_branch_ids(client)
-    return rows if allowed is None else rows.filter(patient__registration_branch_id__in=allowed)
-
-
 def visible_visits(client: ApiClient) -> QuerySet[Visit]:
-    visits = _of_visible_patients(Visit.objects.filter(entered_in_error=False), client)
-    allowed = client_branch_ids(client)
-    return visits if allowed is None else visits.filter(branch_id__in=allowed)
+    return Visit.objects.visible_to(client).filter(entered_in_error=False)
 
 
 def visible_diagnoses(client: ApiClient) -> QuerySet[Diagnosis]:
-    return _of_visible_patients(Diagnosis.objects.filter(entered_in_error=False), client)
+    return Diagnosis.objects.visible_to(client).filter(entered_in_error=False)
 
 
 def visible_allergies(client: ApiClient) -> QuerySet[Allergy]:
-    return _of_visible_patients(Allergy.objects.filter(entered_in_error=False), client)
+    return Allergy.objects.visible_to(client).filter(entered_in_error=False)

@@ -18,6 +18,7 @@ from appointments.models import Appointment
 from billing.models import Invoice
 from clinic.lib.tax import HSN_SAC_PATTERN, STATUTORY_RATES
 from clinic.models import Branch, BranchYearCounter, Doctor, TimeStampedModel
+from clinic.visibility import BranchScopedQuerySet
 from patients.models import Medication, Patient
 
 # An absurd quantity in one request or line: more than any pharmacy holds of one drug.
@@ -162,6 +163,10 @@ class PrescriptionStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+class PrescriptionQuerySet(BranchScopedQuerySet["Prescription"]):
+    pass
+
+
 class Prescription(TimeStampedModel):
     """A doctor's prescription for a patient at a branch, numbered per branch and calendar year
     (`BLR-RX-2026-000001`). `completed` once every item is fully dispensed."""
@@ -179,6 +184,8 @@ class Prescription(TimeStampedModel):
     created_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>" or "staff:<user>".')
     cancelled_at = models.DateTimeField(null=True, blank=True, editable=False)
     cancellation_reason = models.CharField(max_length=500, blank=True, editable=False)
+
+    objects = PrescriptionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -200,6 +207,10 @@ class Prescription(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.prescription_number
+
+
+class PrescriptionItemQuerySet(BranchScopedQuerySet["PrescriptionItem"]):
+    branch_path = "prescription__branch_id"
 
 
 class PrescriptionItem(models.Model):
@@ -228,6 +239,8 @@ class PrescriptionItem(models.Model):
         help_text="The patient's current medication this item shows as (patients.services.medication_start).",
     )
 
+    objects = PrescriptionItemQuerySet.as_manager()
+
     class Meta:
         ordering = ["prescription", "position", "id"]
         constraints = [
@@ -252,6 +265,10 @@ class PrescriptionItem(models.Model):
         return self.quantity - self.dispensed_quantity
 
 
+class DispenseQuerySet(BranchScopedQuerySet["Dispense"]):
+    pass
+
+
 class Dispense(TimeStampedModel):
     """Drugs handed over at a branch, numbered per branch and calendar year (`BLR-DSP-2026-000001`): against
     a prescription (then for its patient), or over the counter with or without a patient."""
@@ -270,6 +287,8 @@ class Dispense(TimeStampedModel):
         Invoice, on_delete=models.PROTECT, null=True, blank=True, related_name="dispenses", editable=False
     )
     dispensed_by = models.CharField(max_length=200, blank=True, help_text='"api:<client>" or "staff:<user>".')
+
+    objects = DispenseQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -292,6 +311,10 @@ class Dispense(TimeStampedModel):
         return self.dispense_number
 
 
+class DispenseLineQuerySet(BranchScopedQuerySet["DispenseLine"]):
+    branch_path = "dispense__branch_id"
+
+
 class DispenseLine(models.Model):
     """Units of one batch handed over, at the batch's MRP. `returned_quantity` is kept by the return service
     under the dispense's lock; PostgreSQL refuses more back than went out."""
@@ -307,6 +330,8 @@ class DispenseLine(models.Model):
         PrescriptionItem, on_delete=models.PROTECT, null=True, blank=True, related_name="dispense_lines"
     )
     returned_quantity = models.PositiveIntegerField(default=0, editable=False)
+
+    objects = DispenseLineQuerySet.as_manager()
 
     class Meta:
         ordering = ["dispense", "position", "id"]

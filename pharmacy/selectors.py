@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from clinic.errors import NotFound
 from clinic.models import Branch
-from clinic.selectors import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
 from pharmacy.models import (
@@ -56,11 +55,7 @@ def drugs_by_code(codes: list[str]) -> dict[str, Drug]:
 
 
 def _visible_branches(client: ApiClient) -> QuerySet[Branch]:
-    branches = Branch.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        branches = branches.filter(id__in=allowed)
-    return branches
+    return Branch.objects.visible_to(client)
 
 
 # --- Stock
@@ -71,7 +66,7 @@ def _visible_branches(client: ApiClient) -> QuerySet[Branch]:
 # partial index (emptied batches pile up over the years and are not read), non-expired by the branch's own
 # today. Sorting and filtering happen in SQL, so a branch of 2,000 drugs costs one page, not 2,000 entries.
 # Codes sort bytewise (COLLATE "C", as Python compares them); that also keeps the planner from walking the
-# drug code index in a nested loop over every pair, which took 390 ms for one branch.
+# drug code index in a nested loop over every pair.
 _STOCK_PAGE = """
 WITH here(branch_id, today) AS (SELECT * FROM unnest(%(branches)s::uuid[], %(todays)s::date[])),
 pairs AS (
@@ -202,16 +197,11 @@ def stock_movement_load(movement_id: int) -> StockMovement:
 
 
 def visible_prescriptions(client: ApiClient) -> QuerySet[Prescription]:
-    """The one access chokepoint for prescriptions: a client limited to some branches sees only theirs."""
-    prescriptions = Prescription.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        prescriptions = prescriptions.filter(branch_id__in=allowed)
-    return prescriptions
+    return Prescription.objects.visible_to(client)
 
 
 def _prescription_detail(prescriptions: QuerySet[Prescription]) -> QuerySet[Prescription]:
-    """Everything the representation shows, in 2 queries."""
+    """Everything the representation shows: the prescription with its items and their drugs."""
     items = PrescriptionItem.objects.select_related("drug").order_by("position", "id")
     return prescriptions.select_related("branch", "patient", "doctor").prefetch_related(
         Prefetch("items", queryset=items)
@@ -279,16 +269,11 @@ def prescription_list(
 
 
 def visible_dispenses(client: ApiClient) -> QuerySet[Dispense]:
-    """The one access chokepoint for dispenses."""
-    dispenses = Dispense.objects.all()
-    allowed = client_branch_ids(client)
-    if allowed is not None:
-        dispenses = dispenses.filter(branch_id__in=allowed)
-    return dispenses
+    return Dispense.objects.visible_to(client)
 
 
 def _dispense_detail(dispenses: QuerySet[Dispense]) -> QuerySet[Dispense]:
-    """Everything the representation shows, in 4 queries: the dispense with branch, patient and
+    """Everything the representation shows: the dispense with branch, patient and
     prescription; its lines with drug and batch; its returns; their lines."""
     lines = DispenseLine.objects.select_related("drug", "batch").order_by("position", "id")
     return_lines = DispenseReturnLine.objects.order_by("id")
@@ -334,15 +319,10 @@ def dispense_list(
 
 def visible_prescription_items(client: ApiClient) -> QuerySet[PrescriptionItem]:
     """Prescription items (a FHIR MedicationRequest each) of the visible prescriptions."""
-    # A join on the prescription's branch, not a semi-join against every prescription (lab.selectors says why).
-    allowed = client_branch_ids(client)
-    items = PrescriptionItem.objects.all()
-    return items if allowed is None else items.filter(prescription__branch_id__in=allowed)
+    return PrescriptionItem.objects.visible_to(client)
 
 
 def visible_dispense_lines(client: ApiClient) -> QuerySet[DispenseLine]:
     """Lines (a FHIR MedicationDispense each) of the visible dispenses made to a known patient: an
     over-the-counter sale to nobody in particular is no part of anyone's record."""
-    allowed = client_branch_ids(client)
-    lines = DispenseLine.objects.filter(dispense__patient__isnull=False)
-    return lines if allowed is None else lines.filter(dispense__branch_id__in=allowed)
+    return DispenseLine.objects.visible_to(client).filter(dispense__patient__isnull=False)

@@ -24,7 +24,7 @@ from django.db.models import Model
 from oauth2_provider.models import AccessToken
 
 from clinic.query_plans import server_binding_cursor
-from clinic.selectors import client_branch_ids_known
+from clinic.visibility import client_branch_ids_known
 from integrations.models import ApiClient
 
 Converter = Callable[[Any], Any]

@@ -41,7 +41,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
     Redis is checked and reported, and its absence makes the answer "degraded", not a failure: the API keeps
     serving without it (rate limits per process, the outboxes hold events and notifications), whereas failing
-    readiness took every pod out of the balancer at once (issue 20: 29 s of outage for 26 s of Redis down).
+    readiness took every pod out of the balancer at once (a Redis outage became a whole outage).
     With Redis it also reports whether any Celery worker and beat have a fresh heartbeat (clinic.heartbeat).
     A missing role fails readiness only when READYZ_REQUIRE_ROLES names it: by default a web pod stays in
     the load balancer while a worker is down (the API keeps serving and the outbox delivers once a worker is

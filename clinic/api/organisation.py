@@ -15,7 +15,7 @@ from clinic.api.viewsets import ClinicViewSet
 from clinic.models import Branch, Doctor
 from clinic.representations import Branch as BranchShape
 from clinic.representations import DoctorSchema, branch_data, doctor_data
-from clinic.selectors import branches_visible, doctor_get, doctor_list
+from clinic.selectors import branch_list, doctor_branches_visible, doctor_get, doctor_list
 from integrations.models import ApiClient
 
 BRANCH_EXAMPLE = {
@@ -62,7 +62,7 @@ class BranchViewSet(ClinicViewSet[Branch]):
     def list(self, request: Request) -> Response:
         """The branches this client may see, ordered by code. Scope: `appointments:read`."""
         pagination = HeaderPagination(request, BranchListParams(data=request.query_params))
-        branches = branches_visible(client=self.api_client, state=pagination.filters.get("state"))
+        branches = list(branch_list(client=self.api_client, state=pagination.filters.get("state")))
         return pagination.response([branch_data(branch) for branch in pagination.paginate(branches)])
 
 
@@ -86,7 +86,10 @@ class DoctorViewSet(ClinicViewSet[Doctor]):
         """Active doctors at the branches this client may see, by name. Scope: `appointments:read`."""
         pagination = HeaderPagination(request, DoctorListParams(data=request.query_params))
         page = pagination.paginate(doctor_list(client=self.api_client, **pagination.filters))
-        return pagination.response([doctor_data(doctor, self.api_client) for doctor in page])
+        client = self.api_client
+        return pagination.response(
+            [doctor_data(doctor, doctor_branches_visible(client=client, doctor=doctor)) for doctor in page]
+        )
 
     @extend_schema(
         operation_id="doctors_retrieve",
@@ -97,4 +100,5 @@ class DoctorViewSet(ClinicViewSet[Doctor]):
     )
     def retrieve(self, request: Request, id: str) -> Response:
         """Scope: `appointments:read`. 404 for a doctor at no branch visible to this client."""
-        return Response(doctor_data(self.get_object(), self.api_client))
+        doctor = self.get_object()
+        return Response(doctor_data(doctor, doctor_branches_visible(client=self.api_client, doctor=doctor)))

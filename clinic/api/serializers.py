@@ -82,8 +82,8 @@ def _coded(messages: dict[str, list[str]], code: str) -> dict[str, Any]:
 
 class BoundedListField(serializers.ListField):
     """A list refused as too long before its items are validated. DRF's ListField validates every item first
-    and checks max_length afterwards: a 450 KB list of 150,000 bad items took 6 s and answered a 10 MB body
-    naming each of them."""
+    and checks max_length afterwards: a long list of bad items took seconds and answered a body many times
+    its size, naming each of them."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:

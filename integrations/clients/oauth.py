@@ -12,11 +12,9 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 from urllib.parse import unquote_plus
 
-from django.db.models import CharField
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
@@ -32,7 +30,6 @@ from clinic.api import ratelimit
 from clinic.api.context import request_context
 from clinic.api.errors import DATABASE_RETRY_AFTER_SECONDS, is_database_unavailable, oauth_error_response
 from clinic.api.network import CLIENT_IP_META_KEY, client_ip
-from clinic.query_plans import InsertPlan, QueryPlan, Slot
 from clinic.text import CONTROL_CHARACTERS
 from integrations.models import ApiClient
 
@@ -83,32 +80,21 @@ class RateLimitExceeded(oauth_errors.OAuth2Error):
         return {"Retry-After": str(max(self.decision.reset_seconds, 1)), **self.decision.headers()}
 
 
-# The token exchange's own statements, precompiled (clinic.query_plans): the client by its id and the new
-# token's INSERT. Through the ORM they were compiled on every exchange, most of its CPU after the middleware.
-_CLIENT_BY_CLIENT_ID = QueryPlan(lambda: ApiClient.objects.filter(client_id=Slot("client_id", CharField())))
-
-
-@cache
-def _access_token_insert() -> InsertPlan:
-    return InsertPlan(get_access_token_model())
-
-
 class ApiClientValidator(OAuth2Validator):
     def _load_application(self, client_id: str, request: Any) -> ApiClient | None:
         """The toolkit's lookup (the client cached on the request, else by client_id; None when unknown or
-        not usable), through a precompiled plan. A miss goes to the toolkit's own (its metadata-document
-        clients), so only a refused exchange pays a second look."""
+        not usable). A miss goes to the toolkit's own (its metadata-document clients), so only a refused
+        exchange pays a second look."""
         cached = request.client
         if isinstance(cached, ApiClient) and cached.client_id == client_id and cached.is_usable(request):
             return cached
         request.client = None
-        try:
-            found = _CLIENT_BY_CLIENT_ID.fetch(client_id=client_id)
-        except ValueError:  # a value PostgreSQL cannot hold (a NUL): no such client, as the toolkit answers
+        if not client_id or "\x00" in client_id:  # none, or one PostgreSQL cannot hold: no such client
             return None
-        if not found:
+        found = ApiClient.objects.filter(client_id=client_id).first()
+        if found is None:
             return super()._load_application(client_id, request)
-        client = cimd.refresh_if_stale(found[0], request=request)
+        client = cimd.refresh_if_stale(found, request=request)
         if not client.is_usable(request):
             return None
         request.client = client
@@ -124,8 +110,8 @@ class ApiClientValidator(OAuth2Validator):
     def _create_access_token(
         self, expires: Any, request: Any, token: dict[str, Any], source_refresh_token: Any = None
     ) -> Any:
-        """The toolkit's token (same fields, the RFC 9700 checksum by the field's pre_save) inserted by a
-        precompiled statement instead of save()."""
+        """The toolkit's token (same fields, the RFC 9700 checksum by the field's pre_save), inserted without
+        the toolkit's UPDATE-then-INSERT guess: it is new."""
         id_token = token.get("id_token")
         access_token = get_access_token_model()(
             user=request.user,
@@ -137,7 +123,7 @@ class ApiClientValidator(OAuth2Validator):
             resource=getattr(request, "resource", []),
         )
         self._set_token_value(access_token, token["access_token"])
-        _access_token_insert().insert(access_token)
+        access_token.save(force_insert=True)
         return access_token
 
     def authenticate_client(self, request: Any, *args: Any, **kwargs: Any) -> bool:

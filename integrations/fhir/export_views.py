@@ -54,14 +54,14 @@ class ExportKickoffView(FhirView):
         output_format = params.get("_outputFormat", "application/fhir+ndjson")
         if output_format not in NDJSON_FORMATS:
             raise FhirError(400, f"_outputFormat {output_format!r}: only NDJSON.", expression=["_outputFormat"])
-        allowed = [
+        exportable = [
             resource.name
             for resource in (COMPARTMENT if self.level == ExportJob.Level.PATIENT else RESOURCE_TYPES.values())
         ]
-        types = allowed
+        types = exportable
         if "_type" in params:
             types = list(dict.fromkeys(name.strip() for name in params["_type"].split(",")))
-            unknown = [name for name in types if name not in allowed]
+            unknown = [name for name in types if name not in exportable]
             if unknown:
                 raise FhirError(400, f"_type: cannot export {', '.join(unknown)} here.", expression=["_type"])
         since = _since(params.get("_since"))

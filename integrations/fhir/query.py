@@ -141,7 +141,7 @@ def page(client: ApiClient, resource: ResourceType, request: SearchRequest) -> t
 
     The ids first, then the rows (a "deferred join"): the id query reads only what the filters and the order
     need, from indexes where they carry it, so a name matching 10,000 patients sorts 10,000 index entries
-    rather than fetching 10,000 table rows for the 20 shown (62 ms to 22 ms at a million patients)."""
+    rather than fetching 10,000 table rows for the 20 shown."""
     found = rows(client, resource, request)
     total = found.count()
     if request.count == 0 or request.offset >= total:

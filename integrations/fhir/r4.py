@@ -164,16 +164,16 @@ def _check_codes(model: Any, path: str) -> None:
         value = getattr(model, name, None)
         if value is None:
             continue
-        allowed = field.field_info.extra.get("enum_values")
-        if allowed and "mime" in allowed:
+        codes = field.field_info.extra.get("enum_values")
+        if codes and "mime" in codes:
             # CapabilityStatement.format: the generator wrote the value set's description ("xml | json | ttl
             # | a mime type") as if it were its codes; any mime type is allowed there.
-            allowed = None
-        if allowed and "+" in allowed:
-            allowed = ABRIDGED_STATUSES[(type(model).__name__, field.alias)]
+            codes = None
+        if codes and "+" in codes:
+            codes = ABRIDGED_STATUSES[(type(model).__name__, field.alias)]
         for index, item in enumerate(value if isinstance(value, list) else [value]):
             where = f"{path}.{field.alias}" + (f"[{index}]" if isinstance(value, list) else "")
-            if allowed and isinstance(item, str) and item not in allowed:
-                raise ValueSetError(f"{where}: {item!r} is not one of {allowed}")
+            if codes and isinstance(item, str) and item not in codes:
+                raise ValueSetError(f"{where}: {item!r} is not one of {codes}")
             if isinstance(item, FHIRAbstractModel):
                 _check_codes(item, where)

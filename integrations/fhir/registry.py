@@ -92,8 +92,7 @@ def _identifier(raw: str, name: str) -> Q:
 # The distinct full names holding a word that starts with the value: through the dictionary of name words
 # (a few thousand rows at a million patients, kept by triggers; patients.search explains the tables), then
 # the patients through the (search_name, registered_at) index. A trigram regex over search_name finds the
-# same patients, but must visit each one's heap row: counting 35,000 "shar..." patients took 100 ms that
-# way and 29 ms through the words (index-only).
+# same patients, but must visit each one's heap row; the words are read index-only.
 _NAMES_WITH_WORD = (
     "SELECT part.name FROM patients_namepart part JOIN patients_nameword word ON word.word = part.word "
     "WHERE word.word LIKE %s"

@@ -21,7 +21,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -61,9 +60,9 @@ def drains_enqueue(destination_ids: list[uuid.UUID], *, countdown: float = 0) ->
             return
 
 
-def hl7_destinations_matching(event_types: Any) -> QuerySet[Hl7Destination]:
-    """Active destinations taking every one of `event_types` (a list, or the Slot of a precompiled plan:
-    integrations.webhooks.events reads them in the statement that finds the webhook subscriptions)."""
+def hl7_destinations_matching(event_types: list[str]) -> QuerySet[Hl7Destination]:
+    """Active destinations taking every one of `event_types` (integrations.webhooks.events reads them in the
+    statement that finds the webhook subscriptions)."""
     return Hl7Destination.objects.filter(is_active=True, event_types__contains=event_types)
 
 

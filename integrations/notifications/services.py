@@ -11,13 +11,11 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from clinic.query_plans import QueryPlan
 from integrations.models import NotificationAttempt, NotificationSettings
 from integrations.notifications.sms import SmsError, sms_backend
 from integrations.webhooks.registry import event_kind_get
@@ -43,22 +41,15 @@ class Message:
 
 
 # Read on every booking and every finalised lab order: precompiled (clinic.query_plans).
-_SETTINGS = QueryPlan(lambda: NotificationSettings.objects.filter(id=1))
-_SETTINGS_BRANCHES: QueryPlan[Any] = QueryPlan(
-    lambda: NotificationSettings.branches.through.objects.filter(notificationsettings_id=1).values_list("branch_id")
-)
-
-
 def notification_channels(*, event_type: str, branch_id: uuid.UUID) -> list[str]:
     """The channels on which `event_type` (a registered kind) at that branch is to be sent (empty: notify
     nobody). Raises UnknownEventKind for a kind no app registered."""
     if not event_kind_get(event_type).notifies:
         return []
-    found = _SETTINGS.fetch()
-    if not found or event_type not in found[0].event_kinds:
+    config = NotificationSettings.objects.filter(id=1).first()
+    if config is None or event_type not in config.event_kinds:
         return []
-    config = found[0]
-    branch_ids = {row[0] for row in _SETTINGS_BRANCHES.rows()}
+    branch_ids = set(config.branches.values_list("id", flat=True))
     if branch_ids and branch_id not in branch_ids:
         return []
     return [channel for channel, on in ((Channel.SMS, config.sms_enabled), (Channel.EMAIL, config.email_enabled)) if on]

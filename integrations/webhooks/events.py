@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from functools import cache
 from typing import Any
 
-from django.contrib.postgres.fields import ArrayField
 from django.db import transaction
-from django.db.models import CharField, Q, QuerySet, UUIDField, Value
+from django.db.models import Q, QuerySet, Value
 
-from clinic.query_plans import QueryPlan, Slot
 from integrations.hl7.kinds import MESSAGE_KINDS as hl7_message_kinds
 from integrations.hl7.outbox import hl7_destinations_matching, hl7_messages_add
 from integrations.webhooks import clock
@@ -36,47 +33,28 @@ def _subscriptions(*, event_type: str, branch_id: uuid.UUID | None) -> QuerySet[
     return subscriptions.filter(Q(branches__isnull=True) | Q(branches=branch_id))
 
 
-def subscriptions_matching(*, event_type: str, branch_id: uuid.UUID | None) -> list[uuid.UUID]:
-    """Active subscriptions to `event_type` whose branch filter is empty or includes `branch_id`."""
-    return list(_subscriptions(event_type=event_type, branch_id=branch_id).values_list("id", flat=True).distinct())
-
-
-@cache
-def _recipients_plan(*, with_branch: bool, with_hl7: bool) -> QueryPlan[Any]:
-    """The statement of _recipients for one shape (a branch or none; HL7 destinations or not), precompiled:
-    every change that publishes an event runs it (clinic.query_plans)."""
-    event_types = Slot("event_types", ArrayField(CharField(max_length=40)))
-
-    def build() -> QuerySet[Any, Any]:
-        subscriptions = WebhookSubscription.objects.filter(is_active=True, event_types__contains=event_types)
-        if with_branch:
-            subscriptions = subscriptions.filter(Q(branches__isnull=True) | Q(branches=Slot("branch", UUIDField())))
-        else:
-            subscriptions = subscriptions.filter(branches__isnull=True)
-        webhooks = subscriptions.annotate(channel=Value("webhook")).values_list("id", "channel").order_by().distinct()
-        if not with_hl7:
-            return webhooks
+def _recipients(*, event_type: str, branch_id: uuid.UUID | None) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """(matching webhook subscriptions, matching HL7 destinations), in one statement (UNION ALL), so the HL7
+    channel costs a change no extra round trip. A subscription matches when it is active, takes the kind, and
+    its branch filter is empty or includes `branch_id`."""
+    rows = (
+        _subscriptions(event_type=event_type, branch_id=branch_id)
+        .annotate(channel=Value("webhook"))
+        .values_list("id", "channel")
+        .order_by()
+        .distinct()
+    )
+    if event_type in hl7_message_kinds:
         destinations = (
-            hl7_destinations_matching(event_types)
+            hl7_destinations_matching([event_type])
             .annotate(channel=Value("hl7"))
             .values_list("id", "channel")
             .order_by()
         )
-        return webhooks.union(destinations, all=True)
-
-    return QueryPlan(build)
-
-
-def _recipients(*, event_type: str, branch_id: uuid.UUID | None) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
-    """(matching webhook subscriptions, matching HL7 destinations), in one statement (UNION ALL), so the HL7
-    channel costs a change no extra round trip."""
-    plan = _recipients_plan(with_branch=branch_id is not None, with_hl7=event_type in hl7_message_kinds)
-    values: dict[str, Any] = {"event_types": [event_type]}
-    if branch_id is not None:
-        values["branch"] = branch_id
+        rows = rows.union(destinations, all=True)
     webhooks: list[uuid.UUID] = []
     hl7: list[uuid.UUID] = []
-    for recipient_id, channel in plan.rows(**values):
+    for recipient_id, channel in rows:
         (webhooks if channel == "webhook" else hl7).append(recipient_id)
     return webhooks, hl7
 

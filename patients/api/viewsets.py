@@ -13,7 +13,7 @@ from clinic.api.pagination import HeaderPagination, PageParams
 from clinic.api.schema import list_responses, location_header, pagination_parameters, path_id
 from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet, created
-from clinic.selectors import client_branch_ids
+from clinic.visibility import client_branch_ids
 from patients import selectors, services
 from patients.api import schema
 from patients.api.serializers import PatientListParams, PatientWriteSerializer

@@ -26,6 +26,7 @@ from hl7.client import MLLPClient
 from integrations.hl7.models import Hl7ReceivedMessage, Hl7Sender
 from integrations.webhooks.models import WebhookEvent
 from lab.models import LabResult
+from tests.helpers import own_database_url
 from tests.integrations.hl7.support import ListenerThread, free_port, lab_world, oru
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -179,10 +180,9 @@ def test_the_same_message_on_two_connections_at_once_is_applied_once(listener: A
 
 def _listener_process(settings: Any, port: int, *extra: str) -> subprocess.Popen[bytes]:
     """`manage.py hl7_listener` as the hl7-listener role runs it, against this test's database, once it listens."""
-    database = settings.DATABASES["default"]
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        "DATABASE_URL": own_database_url(),  # a Unix socket for the embedded PostgreSQL of `make test`
         "LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(  # noqa: S603 - our own command line

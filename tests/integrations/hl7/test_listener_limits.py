@@ -19,6 +19,7 @@ import pytest
 
 from integrations.hl7 import listener as listener_module
 from integrations.hl7.models import Hl7Sender
+from tests.helpers import own_database_url
 from tests.integrations.hl7.support import ListenerThread, lab_world, oru, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -257,13 +258,10 @@ def test_a_sender_is_refused_from_its_next_connection_once_deactivated(running: 
         assert sock.recv(1) == b""
 
 
-def test_worker_processes_keep_the_limits(world: dict[str, Any], settings: Any, monkeypatch: Any) -> None:
-    database = settings.DATABASES["default"]
-    # The spawned workers read their settings from the environment: this test's database.
-    monkeypatch.setenv(
-        "DATABASE_URL",
-        f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
-    )
+def test_worker_processes_keep_the_limits(world: dict[str, Any], monkeypatch: Any) -> None:
+    # The spawned workers read their settings from the environment: this test's database (a Unix socket for
+    # the embedded PostgreSQL of `make test`).
+    monkeypatch.setenv("DATABASE_URL", own_database_url())
     listener = ListenerThread(processes=2).start()
     try:
         lab = LabSender(world, listener.port)

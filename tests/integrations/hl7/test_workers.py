@@ -19,16 +19,17 @@ from hl7.client import MLLPClient
 
 from integrations.hl7.models import Hl7Sender
 from integrations.hl7.workers import WorkerLost, WorkerPool
+from tests.helpers import own_database_url
 from tests.integrations.hl7.support import ListenerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _workers_use_the_test_database(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    database = settings.DATABASES["default"]
-    url = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
-    monkeypatch.setenv("DATABASE_URL", url)  # the spawned workers read their settings from the environment
+def _workers_use_the_test_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The spawned workers read their settings from the environment: this test's database (a Unix socket for
+    # the embedded PostgreSQL of `make test`).
+    monkeypatch.setenv("DATABASE_URL", own_database_url())
     monkeypatch.setenv("LOG_LEVEL", "WARNING")
 
 

@@ -631,7 +631,7 @@ def main() -> int:
     rows = []
     for name, scenario in scenarios.items():
         rows.append(measure(name, scenario, args.requests))
-        if args.profile and name in ("floor", "booking", "token", "profile"):
+        if args.profile:
             start = args.requests + WARM_UP if name in FRESH else 0
             rest = scenario.calls[start:]
             count = min(len(rest), args.requests) if name in FRESH else args.requests

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
 
 from clinic.states import GST_STATE_CODES, IndianState
-from clinic.visibility import BranchRestricted, BranchScopedQuerySet
+from clinic.visibility import BranchRestricted, BranchScopedQuerySet, client_branch_ids
 
 GSTIN_PATTERN = re.compile(r"^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
 
@@ -128,14 +128,19 @@ class DoctorQuerySet(BranchScopedQuerySet["Doctor"]):
     """A doctor is visible through the active branches they work at: a doctor whose only branches are closed or
     hidden from the client has no slot to offer it (and the branch list hides closed branches too)."""
 
-    branch_path = "branches__id"
-
     def visible_to(self, client: BranchRestricted) -> Self:
-        return self.at_branches(Branch.objects.visible_to(client).filter(is_active=True).values("id"))
+        return self._working_at(client_branch_ids(client), active_only=True)
 
     def at_branches(self, branch_ids: Any) -> Self:
+        return self._working_at(branch_ids, active_only=False)
+
+    def _working_at(self, branch_ids: Any, *, active_only: bool) -> Self:
         # EXISTS over the doctor's branches, not a join: a doctor at two visible branches is one row.
-        works_there = Doctor.branches.through.objects.filter(doctor_id=OuterRef("pk"), branch_id__in=branch_ids)
+        works_there = Doctor.branches.through.objects.filter(doctor_id=OuterRef("pk"))
+        if branch_ids is not None:
+            works_there = works_there.filter(branch_id__in=branch_ids)
+        if active_only:
+            works_there = works_there.filter(branch__is_active=True)
         return self.filter(Exists(works_there))
 
 

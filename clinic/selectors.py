@@ -88,9 +88,11 @@ def doctor_get(*, client: ApiClient, doctor_id: str) -> Doctor:
         key = uuid.UUID(doctor_id)
     except ValueError:
         raise NotFound(f"No doctor {doctor_id!r}.") from None
-    doctor = _with_visible_branches(visible_doctors(client), client).filter(id=key).first()
+    # Two plain reads rather than a Prefetch: the doctor (when visible), then its visible branches.
+    doctor = visible_doctors(client).select_related("department").filter(id=key).first()
     if doctor is None:
         raise NotFound(f"No doctor {doctor_id!r}.")
+    doctor.__dict__[_VISIBLE_BRANCHES] = list(_visible_active_branches(client).filter(doctors=doctor))
     return doctor
 
 

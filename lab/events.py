@@ -94,6 +94,11 @@ def events_register() -> None:
     event_kind_register(*EVENT_KINDS)
 
 
-def lab_order_publish(event_type: str, order: LabOrder) -> None:
-    payload = {"order": lab_order_representation(lab_order_load(order.pk))}
-    event_publish(event_type=event_type, payload=dict(payload), branch_id=order.branch_id)
+def lab_order_publish(event_type: str, order: LabOrder, *more_types: str) -> LabOrder:
+    """Publish the order as it now stands as `event_type` (and each of `more_types`), read once for all; returns
+    what was read (the order with everything its representation shows), which the writes answer with."""
+    loaded = lab_order_load(order.pk)
+    payload = {"order": lab_order_representation(loaded)}
+    for kind in (event_type, *more_types):
+        event_publish(event_type=kind, payload=dict(payload), branch_id=order.branch_id)
+    return loaded

@@ -37,7 +37,7 @@ from lab.models import (
     ResultStatus,
     TestKind,
 )
-from lab.selectors import lab_order_items
+from lab.selectors import lab_order_items, lab_order_load
 
 MAX_RESULTS = 200
 # A device clock a little ahead of ours is not a result from the future.
@@ -230,9 +230,10 @@ def lab_results_record(
 ) -> LabOrder:
     """Record the posted results as new versions (see the module docstring). 400 naming
     `results.<i>.test|analyte|value|unit`, `performed_at`, `performer`, `status` or `reason`; 409
-    invalid_state on a cancelled order, and for a preliminary or final result over a final one. Atomic (in
-    lab_results_record_by_id, which it delegates to: a second atomic block would add a savepoint)."""
-    return lab_results_record_by_id(
+    invalid_state on a cancelled order, and for a preliminary or final result over a final one. Returns the
+    order as it now stands with everything its representation shows (what its event carried, when one was
+    published). Atomic (in _record: a second atomic block would add a savepoint)."""
+    written, shown = _record(
         order_id=order.pk,
         results=results,
         performed_at=performed_at,
@@ -241,9 +242,9 @@ def lab_results_record(
         reason=reason,
         recorded_by=recorded_by,
     )
+    return shown if shown is not None else lab_order_load(written.pk)
 
 
-@transaction.atomic
 def lab_results_record_by_id(
     *,
     order_id: uuid.UUID,
@@ -255,7 +256,33 @@ def lab_results_record_by_id(
     recorded_by: str = "system",
 ) -> LabOrder:
     """lab_results_record for an order known by id (a channel found it through its own branch-restricted
-    read: lab.ports.oru_target). LabOrder.DoesNotExist when there is no such order."""
+    read: lab.ports.oru_target), returning the order row as written (a channel shows no detail).
+    LabOrder.DoesNotExist when there is no such order."""
+    written, _ = _record(
+        order_id=order_id,
+        results=results,
+        performed_at=performed_at,
+        performer=performer,
+        status=status,
+        reason=reason,
+        recorded_by=recorded_by,
+    )
+    return written
+
+
+@transaction.atomic
+def _record(
+    *,
+    order_id: uuid.UUID,
+    results: Sequence[ResultInput],
+    performed_at: datetime,
+    performer: str,
+    status: str,
+    reason: str,
+    recorded_by: str,
+) -> tuple[LabOrder, LabOrder | None]:
+    """The write of both entry points: (the order row as written, the order with its detail when an event
+    was published, else None)."""
     reason, performer = reason.strip(), performer.strip()
     errors: dict[str, str] = {}
     if status not in ResultStatus.values:
@@ -335,11 +362,13 @@ def lab_results_record_by_id(
     LabOrder.objects.filter(pk=order.pk).update(status=order.status, updated_at=order.updated_at)
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any
     # amendment follow as their own events.
-    if critical:
-        events.lab_order_publish(events.LAB_RESULT_CRITICAL, order)
+    kinds = [events.LAB_RESULT_CRITICAL] if critical else []
+    finalized = status != ResultStatus.AMENDED and order.status == OrderStatus.FINAL and not was_final
     if status == ResultStatus.AMENDED:
-        events.lab_order_publish(events.LAB_RESULT_AMENDED, order)
-    elif order.status == OrderStatus.FINAL and not was_final:
-        events.lab_order_publish(events.LAB_RESULT_FINALIZED, order)
+        kinds.append(events.LAB_RESULT_AMENDED)
+    elif finalized:
+        kinds.append(events.LAB_RESULT_FINALIZED)
+    shown = events.lab_order_publish(kinds[0], order, *kinds[1:]) if kinds else None
+    if finalized:
         notifications.results_ready_schedule(order)
-    return order
+    return order, shown

@@ -96,17 +96,23 @@ def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     return order
 
 
-def lab_order_get(*, client: ApiClient, ref: str) -> LabOrder:
-    """By UUID, with everything the representation shows; 404 when unknown, malformed or at a branch the
-    client may not see (no existence oracle)."""
+def lab_order_get(*, client: ApiClient, ref: str, detail: bool = True) -> LabOrder:
+    """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle). With
+    `detail`, everything the representation shows; without, the row with its branch (what a write needs)."""
     try:
         key = uuid.UUID(ref)
     except ValueError:
         raise NotFound(f"No lab order {ref!r}.") from None
-    order = _with_detail(visible_lab_orders(client).filter(id=key)).first()
+    orders = visible_lab_orders(client).filter(id=key)
+    order = (_with_detail(orders) if detail else orders.select_related("branch")).first()
     if order is None:
         raise NotFound(f"No lab order {ref!r}.")
     return order
+
+
+def lab_order_row_get(*, client: ApiClient, ref: str) -> LabOrder:
+    """lab_order_get without the detail: for the writes, which lock the order and show it afterwards."""
+    return lab_order_get(client=client, ref=ref, detail=False)
 
 
 def _local_created_date() -> Cast:

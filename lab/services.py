@@ -161,8 +161,7 @@ def lab_order_create(
     if bill:
         order.invoice = _bill(branch=branch, patient=patient, tests=tests)
         order.save(update_fields=["invoice", "updated_at"])
-    events.lab_order_publish(events.LAB_ORDER_CREATED, order)
-    return order
+    return events.lab_order_publish(events.LAB_ORDER_CREATED, order)
 
 
 @transaction.atomic
@@ -180,8 +179,7 @@ def lab_order_collect(*, order: LabOrder) -> LabOrder:
     order.status = OrderStatus.COLLECTED
     order.collected_at = timezone.now()
     order.save(update_fields=["status", "collected_at", "updated_at"])
-    events.lab_order_publish(events.LAB_ORDER_COLLECTED, order)
-    return order
+    return events.lab_order_publish(events.LAB_ORDER_COLLECTED, order)
 
 
 @transaction.atomic
@@ -198,5 +196,4 @@ def lab_order_cancel(*, order: LabOrder, reason: str) -> LabOrder:
     order.cancelled_at = timezone.now()
     order.cancellation_reason = reason
     order.save(update_fields=["status", "cancelled_at", "cancellation_reason", "updated_at"])
-    events.lab_order_publish(events.LAB_ORDER_CANCELLED, order)
-    return order
+    return events.lab_order_publish(events.LAB_ORDER_CANCELLED, order)

@@ -50,8 +50,9 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
     query_params = {"list": (PageParams, LabOrderListParams)}
 
     def _shown(self, order: LabOrderModel) -> LabOrder:
-        """The order as it now stands, re-read with everything the representation shows."""
-        return lab_order_representation(selectors.lab_order_get(client=self.api_client, ref=str(order.id)))
+        """The order a write returned: as it now stands, with everything the representation shows (what its
+        event carries, read once for both)."""
+        return lab_order_representation(order)
 
     @extend_schema(
         operation_id="lab_orders_list",
@@ -152,7 +153,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         """`ordered` -> `collected`: every lab item's specimen is collected (its item becomes `collected`);
         imaging items keep their own course. Takes no body. 409 `invalid_state` when the order is not
         `ordered`, or has only imaging items. Honours `Idempotency-Key`. Scope: `lab:write`."""
-        order = self.get_object()
+        order = self.get_object(selectors.lab_order_row_get)
         EmptyBody(data=request.data or {}).is_valid(raise_exception=True)
         return Response(self._shown(services.lab_order_collect(order=order)))
 
@@ -178,7 +179,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         """An `ordered` order with nothing collected becomes `cancelled`, with all its items; `reason` is
         required. 409 `invalid_state` once collected (or already cancelled). A billed order's invoice lines are
         left to billing. Honours `Idempotency-Key`. Scope: `lab:write`."""
-        order = self.get_object()
+        order = self.get_object(selectors.lab_order_row_get)
         body = LabOrderCancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return Response(self._shown(services.lab_order_cancel(order=order, reason=body.validated_data["reason"])))
@@ -220,7 +221,7 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         every item is, else `resulted`. Earlier versions stay in each result's `history`. A critical value
         publishes `lab_result.critical` at once; the order becoming final `lab_result.finalized`; an
         amendment `lab_result.amended`. Honours `Idempotency-Key`. Scope: `lab:write`."""
-        order = self.get_object()
+        order = self.get_object(selectors.lab_order_row_get)
         body = LabResultsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data

@@ -393,7 +393,7 @@ def test_posting_results_takes_a_fixed_number_of_statements_however_many_results
 
     # The second also supersedes HGB's and PLT's preliminary versions (one UPDATE) and leaves the item resulted
     # (no write of its status).
-    assert (few, many) == (18, 18)
+    assert (few, many) == (16, 16)
 
 
 def test_the_detail_reads_order_items_and_results_in_three_statements_and_hides_other_branches(

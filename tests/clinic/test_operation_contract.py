@@ -21,7 +21,6 @@ from integrations.models import AuditLogEntry
 from tests.clinic import operation_cases as cases
 from tests.clinic.documented_operations import OPERATIONS as DOCUMENTED
 from tests.clinic.documented_operations import references
-from tests.clinic.two_branches import World, seed_world
 from tests.helpers import bearer
 from tests.pdf_tools import pdf_text
 
@@ -111,18 +110,15 @@ def test_an_invalid_token_is_401_invalid_token(client, method, path, scope):
 # Driven by the one table of tests/clinic/operation_cases.py on the world of two_branches.py (home, which
 # the calling client is limited to, and other): per operation, a request that succeeds from home, the
 # patients its audit row names, and what the client gets when one reference of the request (a path id, or a
-# query or body `<entity>_id`, read from the document) names the other branch's object instead.
+# query or body `<entity>_id`, read from the document) names the other branch's object instead. The world is
+# seeded once for the module (the `world` fixture of tests/clinic/conftest.py); each test's transaction rolls
+# back to it, so a refused request is still checked against the whole database as seeded.
 
 CONTRACT_OPERATIONS = [op for op in DOCUMENTED if op.path not in UNPROTECTED]
 REFERENCES = [(op, name) for op in CONTRACT_OPERATIONS for name in references(op)]
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Written by every request whatever it does: the audit row itself.
 NOT_STATE = {AuditLogEntry._meta.db_table}
-
-
-@pytest.fixture
-def world(api_client_factory, issue_token) -> World:
-    return seed_world(api_client_factory, issue_token)
 
 
 def _table_checksums() -> dict[str, str]:

@@ -27,7 +27,7 @@ from pharmacy.services import ReturnItem, dispense_return, prescription_cancel, 
 from tests.appointments.lifecycle_helpers import DAY
 from tests.clinic import operation_cases as cases
 from tests.clinic.documented_operations import DOCUMENT, OPERATIONS, Operation
-from tests.clinic.two_branches import World, seed_world
+from tests.clinic.two_branches import World
 from tests.lab.catalogue import seed_catalogue
 from tests.pharmacy.factories import DrugFactory
 
@@ -250,11 +250,6 @@ VARIANTS: list[tuple[str, str, Callable[[World], cases.Call]]] = [
 CALLS = [(op, "case", None) for op in OPERATIONS] + [
     (op, name, call) for operation_id, name, call in VARIANTS for op in OPERATIONS if op.operation_id == operation_id
 ]
-
-
-@pytest.fixture
-def world(api_client_factory, issue_token) -> World:
-    return seed_world(api_client_factory, issue_token)
 
 
 def test_every_documented_operation_has_a_case():

@@ -1,14 +1,16 @@
 """A world seeded at two branches, for the suites that run every operation (operation_cases.py): the
-calling client's branch (home) and one it may not see (other), each with the same kinds of objects."""
+calling client's branch (home) and one it may not see (other), each with the same kinds of objects.
+
+The suites get it from the `world` fixture of tests/clinic/conftest.py, seeded once per module."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.test import Client
 from django.utils import timezone
 
 from appointments.models import Appointment, WeeklySession
@@ -22,7 +24,8 @@ from pharmacy.services import DispenseItem, PrescribedItem, dispense_record, pre
 from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import DAY, at, session, start_now
 from tests.billing.factories import make_invoice, pay
-from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+from tests.factories import ApiClientFactory, BranchFactory, DepartmentFactory, DoctorFactory
+from tests.helpers import exchange
 from tests.lab.order_factories import LabTestFactory, imaging_test
 from tests.patients.factories import (
     AllergyFactory,
@@ -198,8 +201,12 @@ def _site(code: str, state: str, gstin: str, number: int) -> Site:
     )
 
 
-def seed_world(api_client_factory: Callable[..., Any], issue_token: Callable[..., str]) -> World:
+def seed_world(http: Client) -> World:
+    """Seed both sites and a client with every scope limited to home, its token issued by POST
+    /api/v1/auth/token through `http`."""
     home = _site("BLR", "Karnataka", "29AABCC1234D1Z5", 1)
     other = _site("MUM", "Maharashtra", "27AABCC1234D1Z5", 2)
-    api_client = api_client_factory(scopes=list(SCOPES), branches=[home.branch], rate_limit_per_minute=1_000_000)
-    return World(home=home, other=other, api_client=api_client, token=issue_token(api_client))
+    api_client = ApiClientFactory(allowed_scopes=list(SCOPES), branches=[home.branch], rate_limit_per_minute=1_000_000)
+    response = exchange(http, api_client.client_id, api_client.secret)
+    assert response.status_code == 200, response.content
+    return World(home=home, other=other, api_client=api_client, token=response.json()["access_token"])

@@ -266,9 +266,10 @@ def test(pytest_args: list[str]) -> int:
         signal.signal(signal.SIGTERM, lambda *_: pytest.send_signal(signal.SIGTERM))
         while True:
             try:
-                return pytest.wait()
+                code = pytest.wait()
             except KeyboardInterrupt:
                 continue
+            return code if code >= 0 else 128 - code  # killed by a signal: the shell's 128 + N
     finally:
         services.stop()
 

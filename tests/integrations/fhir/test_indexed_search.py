@@ -59,15 +59,17 @@ def test_each_search_plans_its_index(
         ("Condition", "patients_diagnosis_patient_id"),
         ("Observation", "laborder_patient"),  # laborder_patient_created, or the foreign key's own index
         ("MedicationRequest", "prescription_patient_created"),
-        ("Appointment", "appointment_patient_start"),
+        # appointment_patient_start, or the foreign key's own index: both answer patient_id equality, and the
+        # bitmap scan's pick between them depends on what the other tests left in the statistics.
+        ("Appointment", ("appointment_patient_start", "appointments_appointment_patient_id")),
     ],
 )
 def test_a_patients_resources_are_found_by_the_patient_index(
-    world: RecordWorld, resource_type: str, index: str
+    world: RecordWorld, resource_type: str, index: str | tuple[str, ...]
 ) -> None:
     plan = _plan(_client(), resource_type, [("patient", f"Patient/{world.patient.id}")])
 
-    assert index in plan, plan
+    assert any(name in plan for name in ((index,) if isinstance(index, str) else index)), plan
     assert "Seq Scan" not in plan, plan
 
 

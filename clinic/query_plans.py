@@ -7,8 +7,11 @@ upgrade starts with this module's tests (README, "Upgrading Django"). Its users:
 - `server_binding_cursor`: the bearer-token lookup (clinic.api.bearer), the audit insert (clinic.api.audit)
   and the billing summary's one statement, on every request or on the summary's; PostgreSQL prepares each
   once per connection (psycopg's automatic preparation).
-- `QueryPlan`: the booking path's two slot reads (appointments.slots), which every slot query and booking
-  runs; bench/results/plans_retired.md has the measurement that kept them.
+- `QueryPlan` and `UpdatePlan`: the lab results path, which every HL7 ORU message and REST results post runs
+  (lab.results: the analytes, ranges and current versions, the two status writes; lab.selectors: the item
+  by accession number at the sender's branches, the order's detail for its event; lab.locks: the order's
+  lock), and the booking path's two slot reads (appointments.slots). bench/results/plans_retired.md has
+  the measurement that kept them: the ORM put the HL7 ingest far below its target.
 
 A QueryPlan builds its queryset once with `Slot` placeholders where the values go, compiles it once per
 database connection, and on every call substitutes the values and builds the model instances as the ORM's
@@ -26,12 +29,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
-from django.db.models import Expression, Field, Model, QuerySet
+from django.db.models import Expression, Field, Lookup, Model, QuerySet
+from django.db.models.fields.related_descriptors import ManyToManyDescriptor
 from django.db.models.query import get_related_populators
+from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
@@ -49,6 +54,18 @@ class Slot(Expression):
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r})"
+
+
+class AnyOf(Lookup):
+    """`lhs = ANY(rhs)`: membership in an array, the `__in` of a plan (whose IN list would change its SQL
+    with its length). Used as an expression: `.filter(AnyOf(F("id"), Slot("ids", ArrayField(UUIDField()))))`."""
+
+    lookup_name = "any_of"
+
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 
 
 @dataclass(frozen=True)
@@ -152,6 +169,39 @@ def _bound(params: Iterable[Any], values: Mapping[str, Any], connection: Any) ->
     ]
 
 
+class UpdatePlan:
+    """An UPDATE of one table compiled once per connection:
+    `UpdatePlan(lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())), status=Slot("status", CharField()))`
+    then `.execute(order=..., status=...)`, which returns the number of rows updated. Like QuerySet.update() it
+    sends no signals and sets no auto_now field: give such a field a Slot of its own."""
+
+    def __init__(self, build: Callable[[], QuerySet[Any]], **assignments: Any) -> None:
+        self._build = build
+        self._assignments = assignments
+        self._compiled: weakref.WeakKeyDictionary[Any, tuple[str, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
+
+    def _compile(self, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        query = cast(UpdateQuery, self._build().query.chain(UpdateQuery))
+        query.add_update_values(self._assignments)
+        query.get_initial_alias()
+        # With a join (or a parent table) the ORM would first SELECT the matching keys and update by them:
+        # compiled once, those keys would be frozen into the statement.
+        if getattr(query, "related_updates", None) or query.count_active_tables() != 1:
+            raise ValueError("An UpdatePlan filters and updates its own table only.")
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        return sql, tuple(params)
+
+    def execute(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
+        connection = connections[using]
+        compiled = self._compiled.get(connection)
+        if compiled is None:
+            compiled = self._compiled[connection] = self._compile(connection)
+        sql, params = compiled
+        with server_binding_cursor(connection) as cursor:
+            cursor.execute(sql, _bound(params, values, connection))
+            return int(cursor.rowcount)
+
+
 def server_binding_cursor(connection: Any) -> Any:
     """A cursor of `connection` (through Django: health check, time zone, query logging, execute wrappers)
     that sends the parameters apart from the SQL instead of quoting them into it, so PostgreSQL can prepare
@@ -192,3 +242,33 @@ def _converted(compiled: _Compiled, raw: Any, connection: Any) -> list[Any]:
             value = convert(value, expression, connection)
         row[pos] = value
     return row
+
+
+def prefetched(instance: Model, relation: str, objects: list[Any]) -> None:
+    """Attach `objects` as what `instance.<relation>.all()` returns (a reverse foreign key or a forward
+    many-to-many), as prefetch_related does: the related manager's own queryset holding them, so that a
+    filter or get() on the relation still queries within it (the filter is built, not compiled, here)."""
+    descriptor = getattr(type(instance), relation)
+    rel = descriptor.rel
+    if isinstance(descriptor, ManyToManyDescriptor):
+        if descriptor.reverse:
+            raise ValueError(f"{relation} is the reverse of a many-to-many: not supported.")
+        name = rel.field.name
+    else:
+        name = rel.cache_name
+        for obj in objects:  # each object's own foreign key points back at `instance`, as prefetch_related sets
+            rel.field.set_cached_value(obj, instance)
+    cache = instance.__dict__.setdefault("_prefetched_objects_cache", {})
+    cache.pop(name, None)  # the manager's queryset, not an earlier attachment
+    queryset: QuerySet[Any] = getattr(instance, relation).all()
+    queryset._result_cache = objects
+    queryset.__dict__["_prefetch_done"] = True  # an attribute the stubs do not declare
+    cache[name] = queryset
+
+
+def grouped(objects: Iterable[M], key: str) -> Mapping[Any, list[M]]:
+    """`objects` by the value of their attribute `key`, each group in the order given."""
+    groups: dict[Any, list[M]] = {}
+    for obj in objects:
+        groups.setdefault(getattr(obj, key), []).append(obj)
+    return groups

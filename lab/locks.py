@@ -14,11 +14,30 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import UUIDField
+
+from clinic.query_plans import QueryPlan, Slot
 from lab.models import LabOrder
+
+
+def _locking(*related: str) -> QueryPlan[LabOrder]:
+    return QueryPlan(
+        lambda: (
+            LabOrder.objects.select_for_update(of=("self",))
+            .select_related(*related)
+            .filter(pk=Slot("order", UUIDField()))
+        )
+    )
+
+
+_LOCK = _locking("branch")
+_LOCK_WITH_PATIENT = _locking("branch", "patient")
 
 
 def lab_order_lock(*, order_id: uuid.UUID, with_patient: bool = False) -> LabOrder:
     """Re-read the order under a row lock (its row only; the branch, and the patient when asked for, are
     read, not locked). LabOrder.DoesNotExist when there is no such order."""
-    related = ("branch", "patient") if with_patient else ("branch",)
-    return LabOrder.objects.select_for_update(of=("self",)).select_related(*related).get(pk=order_id)
+    found = (_LOCK_WITH_PATIENT if with_patient else _LOCK).fetch(order=order_id)
+    if not found:
+        raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
+    return found[0]

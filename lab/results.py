@@ -21,9 +21,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import CharField, DateTimeField, UUIDField
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
+from clinic.query_plans import QueryPlan, Slot, UpdatePlan, grouped
 from lab import events, interpretation, locks, notifications
 from lab.models import (
     Analyte,
@@ -94,17 +96,37 @@ class _State:
     current: dict[tuple[Any, Any], LabResult]
 
 
+# Precompiled (clinic.query_plans, docs/architecture.md §6): an HL7 ORU message and a REST results post run
+# these on every post, and the ingest target of bench/results/hl7.md is met with them, not without
+# (bench/results/plans_retired.md). Orders only keep results deterministic: a model's default ordering would
+# join more tables.
+_ANALYTES = QueryPlan(
+    lambda: Analyte.objects.filter(test__order_items__order_id=Slot("order", UUIDField())).order_by("id")
+)
+_RANGES = QueryPlan(
+    lambda: ReferenceRange.objects.filter(analyte__test__order_items__order_id=Slot("order", UUIDField())).order_by(
+        "analyte_id", "sex", "age_min_days"
+    )
+)
+_CURRENT = QueryPlan(
+    lambda: LabResult.objects.filter(item__order_id=Slot("order", UUIDField()), current=True).order_by("id")
+)
+# The status writes, precompiled too (what order.save(update_fields=...) and bulk_update wrote).
+_ITEM_STATUS = UpdatePlan(
+    lambda: LabOrderItem.objects.filter(pk=Slot("item", UUIDField())), status=Slot("status", CharField())
+)
+_ORDER_STATUS = UpdatePlan(
+    lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())),
+    status=Slot("status", CharField()),
+    updated_at=Slot("updated_at", DateTimeField()),
+)
+
+
 def _state(order: LabOrder) -> _State:
     items = {item.test.code: item for item in lab_order_items(order.pk)}
-    analytes = {(analyte.test_id, analyte.code): analyte for analyte in lab_order_analytes(order.pk)}
-    # Ordered only to keep results deterministic: a model's default ordering would join more tables.
-    current_rows = LabResult.objects.filter(item__order_id=order.pk, current=True).order_by("id")
-    current = {(result.item_id, result.analyte_id): result for result in current_rows}
-    ranges: dict[Any, list[ReferenceRange]] = {}
-    for found in ReferenceRange.objects.filter(analyte__test__order_items__order_id=order.pk).order_by(
-        "analyte_id", "sex", "age_min_days"
-    ):
-        ranges.setdefault(found.analyte_id, []).append(found)
+    analytes = {(analyte.test_id, analyte.code): analyte for analyte in _ANALYTES.fetch(order=order.pk)}
+    current = {(result.item_id, result.analyte_id): result for result in _CURRENT.fetch(order=order.pk)}
+    ranges = grouped(_RANGES.fetch(order=order.pk), "analyte_id")
     return _State(items=items, analytes=analytes, ranges=ranges, current=current)
 
 
@@ -214,8 +236,8 @@ def _order_done(state: _State) -> bool:
 
 
 def lab_order_analytes(order_id: uuid.UUID) -> list[Analyte]:
-    """The analytes of every test on an order, by id."""
-    return list(Analyte.objects.filter(test__order_items__order_id=order_id).order_by("id"))
+    """The analytes of every test on an order, by id (the plan the results service reads them with)."""
+    return _ANALYTES.fetch(order=order_id)
 
 
 def lab_results_record(
@@ -355,11 +377,11 @@ def _record(
             item.status = new_status
             changed.append(item)
     for item in changed:
-        LabOrderItem.objects.filter(pk=item.pk).update(status=item.status)
+        _ITEM_STATUS.execute(item=item.pk, status=item.status)
     was_final = order.status == OrderStatus.FINAL
     order.status = OrderStatus.FINAL if _order_done(state) else OrderStatus.RESULTED
     order.updated_at = timezone.now()
-    LabOrder.objects.filter(pk=order.pk).update(status=order.status, updated_at=order.updated_at)
+    _ORDER_STATUS.execute(order=order.pk, status=order.status, updated_at=order.updated_at)
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any
     # amendment follow as their own events.
     kinds = [events.LAB_RESULT_CRITICAL] if critical else []

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from django.contrib.postgres.fields import ArrayField
 from django.db.models import (
+    CharField,
     DateField,
     DateTimeField,
     Exists,
@@ -21,11 +23,13 @@ from django.db.models import (
     QuerySet,
     Subquery,
     TimeField,
+    UUIDField,
 )
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
 from clinic.models import Branch
+from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
 from integrations.models import ApiClient
 from lab.models import (
     WORKLIST_STATUSES,
@@ -81,18 +85,50 @@ def _with_detail(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
     return orders.select_related("branch", "patient", "doctor").prefetch_related(Prefetch("items", queryset=items))
 
 
+# An order's detail for its events, precompiled (clinic.query_plans, docs/architecture.md §6): every results post
+# and ORU message publishes its order's event, and the HL7 ingest target is met with these plans, not without
+# (bench/results/plans_retired.md). What _with_detail loads, in the same order, attached as prefetch_related
+# attaches it. A client's read (lab_order_get) goes through the ORM and the branch rule.
+_ORDER = QueryPlan(
+    lambda: LabOrder.objects.select_related("branch", "patient", "doctor").filter(id=Slot("order", UUIDField()))
+)
+_ORDER_ITEMS = QueryPlan(
+    lambda: (
+        LabOrderItem.objects.select_related("test")
+        .filter(order_id=Slot("order", UUIDField()))
+        .order_by("position", "id")
+    )
+)
+_ORDER_RESULTS = QueryPlan(
+    lambda: (
+        LabResult.objects.select_related("analyte")
+        .filter(item__order_id=Slot("order", UUIDField()))
+        .order_by("analyte__position", "analyte__code", "version")
+    )
+)
+
+
 def lab_order_items(order_id: uuid.UUID) -> list[LabOrderItem]:
     """An order's items with their tests, by position, whatever its branch: for the services (which have
     loaded the order through the client's restriction or the channel's branches), never for a request."""
-    return list(LabOrderItem.objects.select_related("test").filter(order_id=order_id).order_by("position", "id"))
+    return _ORDER_ITEMS.fetch(order=order_id)
 
 
 def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     """An order with everything its representation shows, whatever its branch: for the events its own writes
     publish (lab.events), never for a client's request. LabOrder.DoesNotExist when unknown."""
-    order = _with_detail(LabOrder.objects.filter(id=order_id)).first()
-    if order is None:
+    found = _ORDER.fetch(order=order_id)
+    if not found:
         raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
+    order = found[0]
+    items = lab_order_items(order_id)
+    results = grouped(_ORDER_RESULTS.fetch(order=order_id), "item_id")
+    for item in items:
+        item.order = order
+        for result in results.get(item.id, ()):
+            result.item = item
+        prefetched(item, "results", results.get(item.id, []))
+    prefetched(order, "items", items)
     return order
 
 
@@ -209,6 +245,17 @@ def lab_items_at_branches(branch_ids: Sequence[uuid.UUID]) -> QuerySet[LabOrderI
     return LabOrderItem.objects.at_branches(list(branch_ids))
 
 
+# Precompiled (as _ORDER above): every ORU message looks its order item up by accession number, at the
+# sender's branches only (the branch rule's at_branches, as an array parameter).
+_ITEM_AT_BRANCHES_BY_ACCESSION = QueryPlan(
+    lambda: (
+        LabOrderItem.objects.filter(AnyOf(F("order__branch_id"), Slot("branches", ArrayField(UUIDField()))))
+        .select_related("test", "order__patient")
+        .filter(accession_number=Slot("accession", CharField()))
+    )
+)
+
+
 def lab_item_for_report(
     *,
     branch_ids: Sequence[uuid.UUID],
@@ -222,14 +269,9 @@ def lab_item_for_report(
     branches = list(branch_ids)
     for number in dict.fromkeys(accession_numbers):
         if number:
-            found = (
-                lab_items_at_branches(branches)
-                .select_related("test", "order__patient")
-                .filter(accession_number=number)
-                .first()
-            )
-            if found is not None:
-                return found
+            found = _ITEM_AT_BRANCHES_BY_ACCESSION.fetch(branches=branches, accession=number)
+            if found:
+                return found[0]
     numbers = [number for number in dict.fromkeys(order_numbers) if number]
     tests = [code for code in dict.fromkeys(test_identifiers) if code]
     if not numbers or not tests:

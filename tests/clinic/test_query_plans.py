@@ -8,15 +8,16 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection, connections, transaction
-from django.db.models import CharField, IntegerField, UUIDField
+from django.db.models import BooleanField, CharField, F, IntegerField, QuerySet, UUIDField
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
-from clinic.models import Doctor
-from clinic.query_plans import QueryPlan, Slot
+from clinic.models import Department, Doctor
+from clinic.query_plans import AnyOf, QueryPlan, Slot, UpdatePlan, grouped, prefetched
 from integrations.webhooks.models import WebhookEvent
-from tests.factories import DepartmentFactory, DoctorFactory
+from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -171,6 +172,61 @@ def test_misuse_is_refused_clearly():
         prefetching.fetch()
 
 
+def test_prefetched_objects_are_what_the_relation_returns(django_assert_num_queries):
+    department = DepartmentFactory()
+    doctors = [DoctorFactory(department=department, name=name) for name in ("Z", "Y")]
+    with django_assert_num_queries(0):
+        prefetched(department, "doctors", doctors)
+        listed = department.doctors.all()
+        assert isinstance(listed, QuerySet)
+        assert list(listed) == doctors
+    assert grouped(doctors, "department_id") == {department.pk: doctors}
+
+
+def test_prefetched_many_to_many_is_what_the_relation_returns(django_assert_num_queries):
+    branches = [BranchFactory(code=code) for code in ("QPA", "QPB")]
+    doctor = DoctorFactory(branches=branches)
+    fresh = Doctor.objects.get(pk=doctor.pk)
+    with django_assert_num_queries(0):
+        prefetched(fresh, "branches", branches)
+        assert list(fresh.branches.all()) == branches
+    with pytest.raises(ValueError, match="reverse of a many-to-many"):
+        prefetched(branches[0], "doctors", [fresh])
+
+
+def test_any_of_is_membership_in_an_array_of_any_length():
+    departments = [DepartmentFactory(name=f"Any {i}") for i in range(3)]
+    plan = QueryPlan(
+        lambda: Department.objects.filter(AnyOf(F("id"), Slot("ids", ArrayField(UUIDField())))).order_by("name")
+    )
+    assert plan.fetch(ids=[]) == []
+    assert plan.fetch(ids=[departments[1].pk]) == [departments[1]]
+    assert plan.fetch(ids=[d.pk for d in departments]) == departments
+
+
+def test_an_update_plan_updates_its_rows_and_counts_them():
+    department = DepartmentFactory()
+    doctors = [DoctorFactory(department=department, default_slot_minutes=15) for _ in range(2)]
+    other = DoctorFactory(default_slot_minutes=15)
+    plan = UpdatePlan(
+        lambda: Doctor.objects.filter(department_id=Slot("department", UUIDField())),
+        default_slot_minutes=Slot("minutes", IntegerField()),
+    )
+    assert plan.execute(department=department.pk, minutes=20) == 2
+    assert plan.execute(department=department.pk, minutes=25) == 2
+    assert {d.default_slot_minutes for d in Doctor.objects.filter(pk__in=[d.pk for d in doctors])} == {25}
+    assert Doctor.objects.get(pk=other.pk).default_slot_minutes == 15
+    assert plan.execute(department=DepartmentFactory().pk, minutes=30) == 0
+
+
+def test_an_update_plan_across_a_join_is_refused():
+    plan = UpdatePlan(
+        lambda: Doctor.objects.filter(department__name=Slot("name", CharField())), is_active=Slot("on", BooleanField())
+    )
+    with pytest.raises(ValueError, match="its own table only"):
+        plan.execute(name="x", on=False)
+
+
 def test_each_connection_compiles_a_queryset_of_its_own(monkeypatch):
     """The ORM mutates a Query while compiling it (its table aliases): threads compiling one shared Query at
     once could select through each other's aliases, so no two compilations may share one."""
@@ -199,3 +255,14 @@ def test_each_connection_compiles_a_queryset_of_its_own(monkeypatch):
     assert len(compiled) == 3
     assert len({id(query) for query in compiled}) == 3  # three connections, three Query objects
     assert all(query is not plan._template().query for query in compiled)  # the template is never compiled
+
+
+def test_a_filter_on_a_prefetched_relation_stays_within_it():
+    """The attached queryset is the relation's own: get() or filter() on it queries within the relation, never
+    across the table (a service's caller may filter the items of the order it got back)."""
+    department, other = DepartmentFactory(), DepartmentFactory()
+    mine = DoctorFactory(department=department, name="Mine")
+    DoctorFactory(department=other, name="Theirs")
+    prefetched(department, "doctors", [mine])
+    assert department.doctors.get() == mine
+    assert list(department.doctors.filter(name="Theirs")) == []

@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
 
 from billing.models import (
     CreditNote,
@@ -29,7 +29,7 @@ from billing.models import (
 )
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Department
-from clinic.query_plans import server_binding_cursor
+from clinic.query_plans import prefetched, server_binding_cursor
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
@@ -44,21 +44,34 @@ def _credit_notes() -> QuerySet[CreditNote]:
     return CreditNote.objects.order_by("created_at", "id").prefetch_related(Prefetch("lines", queryset=lines))
 
 
-def _with_detail(invoices: QuerySet[Invoice]) -> QuerySet[Invoice]:
-    """With everything an invoice's detail shows: its branch and patient, its lines with their departments,
-    its payments, its credit notes with their lines and its refunds, each in display order."""
-    return invoices.select_related("branch", "patient").prefetch_related(
-        Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id")),
-        Prefetch("payments", queryset=Payment.objects.order_by("recorded_at", "id")),
-        Prefetch("credit_notes", queryset=_credit_notes()),
-        Prefetch("refunds", queryset=Refund.objects.order_by("recorded_at", "id")),
+def _detailed(invoice: Invoice | None) -> Invoice | None:
+    """The invoice (read with its branch and patient) with everything its detail shows: its lines with their
+    departments, its payments, its credit notes with their lines and its refunds, each in display order. A
+    relation whose total on the invoice is zero has no rows (every row's amount is positive, a constraint of
+    each table): it is attached empty, without a query."""
+    if invoice is None:
+        return None
+    lookups: list[Prefetch[Any]] = [
+        Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id"))
+    ]
+    related: tuple[tuple[str, Decimal, QuerySet[Any]], ...] = (
+        ("payments", invoice.paid, Payment.objects.order_by("recorded_at", "id")),
+        ("credit_notes", invoice.credited, _credit_notes()),
+        ("refunds", invoice.refunded, Refund.objects.order_by("recorded_at", "id")),
     )
+    for relation, total, rows in related:
+        if total:
+            lookups.append(Prefetch(relation, queryset=rows))
+        else:
+            prefetched(invoice, relation, [])
+    prefetch_related_objects([invoice], *lookups)
+    return invoice
 
 
 def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
     """An invoice with everything its detail shows, whatever its branch: for the events its own writes
     publish (billing.events), never for a client's request."""
-    invoice = _with_detail(Invoice.objects.filter(id=invoice_id)).first()
+    invoice = _detailed(Invoice.objects.select_related("branch", "patient").filter(id=invoice_id).first())
     if invoice is None:
         raise Invoice.DoesNotExist(f"No invoice {invoice_id}.")
     return invoice
@@ -66,13 +79,14 @@ def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
 
 def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> Invoice:
     """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle).
-    With `detail`, everything the detail shows (_with_detail)."""
+    With `detail`, everything the detail shows (_detailed)."""
     try:
         key = uuid.UUID(invoice_id)
     except ValueError:
         raise NotFound(f"No invoice {invoice_id!r}.") from None
-    invoices = visible_invoices(client).filter(id=key)
-    invoice = (_with_detail(invoices) if detail else invoices.select_related("branch", "patient")).first()
+    invoice = visible_invoices(client).filter(id=key).select_related("branch", "patient").first()
+    if detail:
+        invoice = _detailed(invoice)
     if invoice is None:
         raise NotFound(f"No invoice {invoice_id!r}.")
     return invoice

@@ -120,9 +120,14 @@ def lab_order_load(order_id: uuid.UUID) -> LabOrder:
     found = _ORDER.fetch(order=order_id)
     if not found:
         raise LabOrder.DoesNotExist(f"No lab order {order_id}.")
-    order = found[0]
-    items = lab_order_items(order_id)
-    results = grouped(_ORDER_RESULTS.fetch(order=order_id), "item_id")
+    return _with_items(found[0])
+
+
+def _with_items(order: LabOrder) -> LabOrder:
+    """The order (read with its branch, patient and doctor) with its items and every version of their results,
+    attached as _with_detail's prefetch_related attaches them, by the plans."""
+    items = lab_order_items(order.pk)
+    results = grouped(_ORDER_RESULTS.fetch(order=order.pk), "item_id")
     for item in items:
         item.order = order
         for result in results.get(item.id, ()):
@@ -140,7 +145,11 @@ def lab_order_get(*, client: ApiClient, ref: str, detail: bool = True) -> LabOrd
     except ValueError:
         raise NotFound(f"No lab order {ref!r}.") from None
     orders = visible_lab_orders(client).filter(id=key)
-    order = (_with_detail(orders) if detail else orders.select_related("branch")).first()
+    if not detail:
+        order = orders.select_related("branch").first()
+    else:  # the row through the branch rule, then its items and results by the event's plans
+        order = orders.select_related("branch", "patient", "doctor").first()
+        order = _with_items(order) if order is not None else None
     if order is None:
         raise NotFound(f"No lab order {ref!r}.")
     return order

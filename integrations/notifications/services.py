@@ -12,8 +12,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Value
 from django.utils import timezone
 
 from integrations.models import NotificationAttempt, NotificationSettings
@@ -40,16 +42,21 @@ class Message:
         return f"{self.subject_id}:{self.version}:{channel}"
 
 
-# Read on every booking and every finalised lab order: precompiled (clinic.query_plans).
 def notification_channels(*, event_type: str, branch_id: uuid.UUID) -> list[str]:
     """The channels on which `event_type` (a registered kind) at that branch is to be sent (empty: notify
     nobody). Raises UnknownEventKind for a kind no app registered."""
     if not event_kind_get(event_type).notifies:
         return []
-    config = NotificationSettings.objects.filter(id=1).first()
+    # One statement, the branch filter aggregated into the settings row (read on every booking and result).
+    config = (
+        NotificationSettings.objects.filter(id=1)
+        .annotate(branch_ids=ArrayAgg("branches__id", default=Value([])))
+        .order_by()
+        .first()
+    )
     if config is None or event_type not in config.event_kinds:
         return []
-    branch_ids = set(config.branches.values_list("id", flat=True))
+    branch_ids = {branch for branch in config.branch_ids if branch is not None}
     if branch_ids and branch_id not in branch_ids:
         return []
     return [channel for channel, on in ((Channel.SMS, config.sms_enabled), (Channel.EMAIL, config.email_enabled)) if on]

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from io import BytesIO
 from typing import Any
 from xml.sax.saxutils import escape
 
 from django.http import HttpResponse
-from reportlab.lib.pagesizes import A4
 from reportlab.lib.units import mm
-from reportlab.platypus import Flowable, KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+from reportlab.platypus import Flowable, KeepTogether, Paragraph, Spacer, Table, TableStyle
 
 from billing.documents import Entry, Figure, Line, TaxDocument, format_date
 from clinic.lib.pdf import (
@@ -27,7 +25,6 @@ from clinic.lib.pdf import (
     HEAD,
     HEAD_RIGHT,
     INK,
-    MARGIN,
     NAME,
     NUMBER,
     RULE,
@@ -37,12 +34,12 @@ from clinic.lib.pdf import (
     TITLE,
     WIDTH,
     RenderError,
+    a4_pdf,
     footed_canvas,
     grid,
     inline_response,
     money,
     party,
-    register_fonts,
     scaled,
     text,
     watermark,
@@ -249,27 +246,19 @@ def _closing(doc: TaxDocument) -> Table:
 
 def render_pdf(doc: TaxDocument) -> bytes:
     """The whole PDF file, or RenderError (with the cause chained) when ReportLab cannot build it."""
-    register_fonts()
-    buffer = BytesIO()
-    template = SimpleDocTemplate(
-        buffer,
-        pagesize=A4,
-        leftMargin=MARGIN,
-        rightMargin=MARGIN,
-        topMargin=MARGIN,
-        bottomMargin=MARGIN + 4 * mm,
-        title=f"{doc.title} {doc.number or ''}".strip(),
-        author=doc.supplier.name,
-        subject=doc.title,
-        creator="Clinic billing",
-    )
-    on_page = watermark(doc.mark)
     footer = f"{doc.title} {doc.number or ''}".strip() + " - computer-generated document"
     try:
-        template.build(_story(doc), onFirstPage=on_page, onLaterPages=on_page, canvasmaker=footed_canvas(footer))
+        return a4_pdf(
+            _story(doc),
+            title=f"{doc.title} {doc.number or ''}".strip(),
+            author=doc.supplier.name,
+            subject=doc.title,
+            creator="Clinic billing",
+            on_page=watermark(doc.mark),
+            canvasmaker=footed_canvas(footer),
+        )
     except Exception as exc:  # any failure of the third-party layout is a RenderError
         raise RenderError(f"Could not render the PDF of {doc.title.lower()} {doc.number or doc.filename}.") from exc
-    return buffer.getvalue()
 
 
 def pdf_response(document: TaxDocument) -> HttpResponse:

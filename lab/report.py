@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
-from io import BytesIO
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -24,7 +23,7 @@ from django.utils import timezone
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
-from reportlab.platypus import Flowable, KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+from reportlab.platypus import Flowable, KeepTogether, Paragraph, Spacer, Table, TableStyle
 
 from clinic.lib.pdf import (
     BODY,
@@ -42,6 +41,7 @@ from clinic.lib.pdf import (
     TITLE,
     WIDTH,
     RenderError,
+    a4_pdf,
     inline_response,
     printable,
 )
@@ -245,26 +245,17 @@ def _footer(order: LabOrder, preliminary: bool) -> Any:
 def render_lab_report(order: LabOrder) -> bytes:
     """The whole PDF of an order loaded by lab.selectors.lab_order_get (or lab_order_load), or RenderError
     (with the cause chained) when ReportLab cannot build it."""
-    printable("")  # registers the fonts
-    buffer = BytesIO()
-    template = SimpleDocTemplate(
-        buffer,
-        pagesize=A4,
-        leftMargin=MARGIN,
-        rightMargin=MARGIN,
-        topMargin=MARGIN,
-        bottomMargin=MARGIN + 4 * mm,
-        title=f"Laboratory report {order.order_number}",
-        author=order.branch.name,
-        subject="Laboratory report",
-        creator="Clinic lab",
-    )
-    footer = _footer(order, _preliminary(order))
     try:
-        template.build(_story(order), onFirstPage=footer, onLaterPages=footer)
+        return a4_pdf(
+            _story(order),
+            title=f"Laboratory report {order.order_number}",
+            author=order.branch.name,
+            subject="Laboratory report",
+            creator="Clinic lab",
+            on_page=_footer(order, _preliminary(order)),
+        )
     except Exception as exc:  # any failure of the third-party layout is a RenderError
         raise RenderError(f"Could not render the laboratory report of order {order.order_number}.") from exc
-    return buffer.getvalue()
 
 
 def lab_report_response(order: LabOrder) -> HttpResponse:

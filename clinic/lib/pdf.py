@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -27,7 +28,7 @@ from reportlab.lib.units import mm
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen.canvas import Canvas
-from reportlab.platypus import Paragraph, Table, TableStyle
+from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Table, TableStyle
 
 from clinic.lib.amount_words import indian_figures
 
@@ -189,3 +190,34 @@ def footed_canvas(footer: str) -> type[Canvas]:
 
 
 PDF = "application/pdf"
+
+
+def a4_pdf(
+    story: list[Flowable],
+    *,
+    title: str,
+    author: str,
+    subject: str,
+    creator: str,
+    on_page: Callable[..., Any] | None = None,
+    canvasmaker: type[Canvas] = Canvas,
+) -> bytes:
+    """`story` laid out on A4 pages with the documents' margins (room for a footer below), as PDF bytes. The
+    caller turns a layout failure into its own RenderError, naming its document."""
+    register_fonts()
+    buffer = BytesIO()
+    template = SimpleDocTemplate(
+        buffer,
+        pagesize=A4,
+        leftMargin=MARGIN,
+        rightMargin=MARGIN,
+        topMargin=MARGIN,
+        bottomMargin=MARGIN + 4 * mm,
+        title=title,
+        author=author,
+        subject=subject,
+        creator=creator,
+    )
+    pages: dict[str, Any] = {"onFirstPage": on_page, "onLaterPages": on_page} if on_page else {}
+    template.build(story, canvasmaker=canvasmaker, **pages)
+    return buffer.getvalue()

@@ -283,10 +283,6 @@ def _dispense_detail(dispenses: QuerySet[Dispense]) -> QuerySet[Dispense]:
     )
 
 
-def dispense_load(dispense_id: uuid.UUID) -> Dispense:
-    return _dispense_detail(Dispense.objects.filter(id=dispense_id)).get()
-
-
 def dispense_get(*, client: ApiClient, ref: str) -> Dispense:
     found = _dispense_detail(visible_dispenses(client).filter(id=_key(ref, "dispense"))).first()
     if found is None:

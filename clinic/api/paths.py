@@ -7,7 +7,13 @@ FHIR_PREFIX = "/fhir/"
 # The token endpoints answer in RFC 6749 bodies, not problem+json (docs/api-rules.md §2).
 OAUTH_PATHS = frozenset({"/api/v1/auth/token", "/api/v1/auth/revoke"})
 # Public documentation: no patient data, no audit row, no rate limit, cacheable.
-PUBLIC_API_PATHS = ("/api/v1/schema", "/api/v1/docs", "/api/v1/problems", "/fhir/R4/metadata")
+PUBLIC_API_PATHS = (
+    "/api/v1/schema",
+    "/api/v1/docs",
+    "/api/v1/problems",
+    "/fhir/R4/metadata",
+    "/fhir/R4/.well-known/smart-configuration",
+)
 
 
 def is_public_api_path(path: str) -> bool:

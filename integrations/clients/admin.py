@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from clinic.api.context import request_context
+from integrations.clients.jwks import JwksRefused, jwks_fetch
 from integrations.clients.scopes import SCOPE_CHOICES
 from integrations.clients.services import api_client_create, api_client_rotate_secret, api_client_set_active
 from integrations.models import (
@@ -70,13 +71,24 @@ class ApiClientForm(forms.ModelForm):
             "rate_limit_per_minute",
             "token_lifetime_seconds",
             "is_active",
+            "jwks_uri",
+            "jwks",
+            "assertion_only",
         ]
+        widgets = {"jwks": forms.Textarea(attrs={"rows": 6, "cols": 80})}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         default, branches = cleaned.get("default_branch"), cleaned.get("branches")
         if default is not None and branches and default not in branches:
             self.add_error("default_branch", "Choose one of the client's branches (or none).")
+        url = cleaned.get("jwks_uri")
+        if url and "jwks_uri" in self.changed_data and not self.has_error("jwks_uri"):
+            # A URL must serve a valid set when it is registered, not first when an assertion arrives.
+            try:
+                jwks_fetch(url)
+            except JwksRefused as exc:
+                self.add_error("jwks_uri", str(exc))
         return cleaned
 
 
@@ -92,6 +104,14 @@ class ApiClientAdmin(admin.ModelAdmin):
         (None, {"fields": ["name", "description", "client_id", "is_active"]}),
         ("Access", {"fields": ["allowed_scopes", "branches", "default_branch"]}),
         ("Controls", {"fields": ["ip_allowlist", "rate_limit_per_minute", "token_lifetime_seconds"]}),
+        (
+            "SMART Backend Services (signed assertions)",
+            {
+                "fields": ["jwks_uri", "jwks", "assertion_only"],
+                "description": "Public keys the client signs its token requests with (private_key_jwt, RS384 or "
+                "ES384): a JWKS URL or the JWKS itself, not both.",
+            },
+        ),
         ("History", {"fields": ["created", "updated"]}),
     ]
 
@@ -110,6 +130,9 @@ class ApiClientAdmin(admin.ModelAdmin):
                 ip_allowlist=obj.ip_allowlist,
                 rate_limit_per_minute=obj.rate_limit_per_minute,
                 token_lifetime_seconds=obj.token_lifetime_seconds,
+                jwks=obj.jwks,
+                jwks_uri=obj.jwks_uri,
+                assertion_only=obj.assertion_only,
             )
             request_context(request).secret_to_show = secret
             obj.pk = created.pk

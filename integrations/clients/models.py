@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
@@ -14,7 +15,9 @@ from django.db import models
 from oauth2_provider.models import AbstractApplication
 
 from clinic.models import Branch
+from integrations.clients.jwks import JwksRefused, jwks_validate
 from integrations.clients.scopes import SCOPE_CHOICES, SCOPES
+from integrations.webhooks.targets import TargetRefused, target_parse
 
 
 def validate_network(value: str) -> None:
@@ -34,6 +37,24 @@ def _normalised_network(value: str) -> str:
 def validate_scope(value: str) -> None:
     if value not in SCOPES:
         raise ValidationError(f"Unknown scope {value!r}.", code="invalid")
+
+
+def validate_public_jwks(value: Any) -> None:
+    if value is None:
+        return
+    try:
+        jwks_validate(value)
+    except JwksRefused as exc:
+        # Not code "invalid": a field replaces the message of an error whose code is one of its own.
+        raise ValidationError(str(exc), code="jwks_refused") from None
+
+
+def validate_jwks_url(value: str) -> None:
+    """The URL's syntax by the webhooks' SSRF rules (no DNS lookup here; the fetch checks the addresses)."""
+    try:
+        target_parse(value, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+    except TargetRefused as exc:
+        raise ValidationError(str(exc), code="jwks_url_refused") from None
 
 
 class ApiClient(AbstractApplication):
@@ -96,6 +117,26 @@ class ApiClient(AbstractApplication):
         default=True,
         help_text="Inactive clients cannot obtain tokens, and their existing tokens stop working.",
     )
+    # SMART Backend Services (docs/fhir.md section 6): the public keys of the client's signed assertions.
+    jwks_uri = models.CharField(
+        max_length=2000,
+        blank=True,
+        validators=[validate_jwks_url],
+        verbose_name="JWKS URL",
+        help_text="https URL where the client publishes its public keys (JWKS). Or paste the keys below.",
+    )
+    jwks = models.JSONField(
+        null=True,
+        blank=True,
+        validators=[validate_public_jwks],
+        verbose_name="JWKS",
+        help_text='The client\'s public keys, a JSON Web Key Set ({"keys": [...]}): RSA of 2048 bits or more '
+        "(RS384) or EC P-384 (ES384), each with a kid. Never a private key.",
+    )
+    assertion_only = models.BooleanField(
+        default=False,
+        help_text="Refuse the client secret: tokens only for assertions signed with a key of the JWKS.",
+    )
 
     class Meta(AbstractApplication.Meta):
         verbose_name = "API client"
@@ -106,6 +147,16 @@ class ApiClient(AbstractApplication):
                 name="api_client_grant_is_client_credentials",
             ),
             models.CheckConstraint(condition=models.Q(client_type="confidential"), name="api_client_is_confidential"),
+            models.CheckConstraint(
+                condition=models.Q(jwks_uri="") | models.Q(jwks__isnull=True),
+                name="api_client_one_jwks_source",
+                violation_error_message="Give either a JWKS URL or inline keys, not both.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(assertion_only=False) | ~models.Q(jwks_uri="") | models.Q(jwks__isnull=False),
+                name="api_client_assertion_only_has_keys",
+                violation_error_message="An assertion-only client needs a JWKS (URL or inline keys).",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -134,10 +185,30 @@ class ApiClient(AbstractApplication):
         return any(ip in ipaddress.ip_network(network, strict=False) for network in self.ip_allowlist)
 
     @property
-    def effective_rate_limit(self) -> int:
-        from django.conf import settings
+    def has_jwks(self) -> bool:
+        return self.jwks is not None or bool(self.jwks_uri)
 
+    @property
+    def effective_rate_limit(self) -> int:
         return self.rate_limit_per_minute or settings.API_CLIENT_DEFAULT_RATE_LIMIT
+
+
+class ClientAssertion(models.Model):
+    """A client assertion (SMART Backend Services) that was accepted: its `jti` is refused again until the
+    assertion has expired (docs/fhir.md section 6). The unique constraint, not a read before the insert, is
+    what makes two simultaneous uses of one assertion yield one token."""
+
+    id = models.BigAutoField(primary_key=True)
+    client = models.ForeignKey(ApiClient, on_delete=models.CASCADE, related_name="+")
+    jti = models.CharField(max_length=255)
+    expires_at = models.DateTimeField(help_text="The assertion's exp plus the clock skew allowed.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["client", "jti"], name="client_assertion_jti_unique")]
+        indexes = [models.Index(fields=["expires_at"], name="client_assertion_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.client_id}:{self.jti}"
 
 
 class AuditLogEntry(models.Model):

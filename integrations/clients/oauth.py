@@ -1,7 +1,10 @@
 """The OAuth 2.0 token and revocation endpoints (client credentials only), on django-oauth-toolkit.
 
-Per-client controls apply to token exchanges too: after the client authenticated, a request from an
-address outside its allow-list is refused (403) and the exchange counts against its rate limit (429).
+A client authenticates with its secret (HTTP Basic or the form), or at the token endpoint with a JWT signed
+by a key of its registered JWKS (RFC 7523 `private_key_jwt`, SMART Backend Services: docs/fhir.md
+section 6), and may ask for SMART scopes, which map onto ours. Per-client controls apply to token exchanges
+too: after the client authenticated, a request from an address outside its allow-list is refused (403)
+and the exchange counts against its rate limit (429).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_post_parameters
@@ -31,6 +35,15 @@ from clinic.api.context import request_context
 from clinic.api.errors import DATABASE_RETRY_AFTER_SECONDS, is_database_unavailable, oauth_error_response
 from clinic.api.network import CLIENT_IP_META_KEY, client_ip
 from clinic.text import CONTROL_CHARACTERS
+from integrations.clients.assertions import (
+    ASSERTION_TYPE,
+    AssertionRefused,
+    VerifiedAssertion,
+    assertion_client_id,
+    assertion_verify,
+)
+from integrations.clients.services import client_assertion_record
+from integrations.fhir.smart import ScopeRefused, scopes_grant
 from integrations.models import ApiClient
 
 TOKEN_CONTEXT_META_KEY = "CLINIC_TOKEN_CONTEXT"  # noqa: S105 - a request.META key, not a secret
@@ -58,6 +71,9 @@ class TokenRequestContext:
 
     client: ApiClient | None = None
     rate_limit: ratelimit.RateLimitDecision | None = None
+    assertion: str | None = None  # the client_assertion, when the client authenticates by one
+    audience: str = ""  # the token endpoint's absolute URL, which an assertion's aud must be
+    verified: VerifiedAssertion | None = None
 
 
 class AddressNotAllowed(oauth_errors.OAuth2Error):
@@ -127,13 +143,21 @@ class ApiClientValidator(OAuth2Validator):
         return access_token
 
     def authenticate_client(self, request: Any, *args: Any, **kwargs: Any) -> bool:
-        authenticated = super().authenticate_client(request, *args, **kwargs)
         context: TokenRequestContext | None = request.headers.get(TOKEN_CONTEXT_META_KEY)
+        if context is not None and context.assertion is not None:
+            authenticated = self._authenticate_by_assertion(request, context)
+        else:
+            authenticated = super().authenticate_client(request, *args, **kwargs)
         client = request.client if isinstance(request.client, ApiClient) else None
         if context is not None:
             context.client = client  # recorded in the audit log even when the secret was wrong
         if not authenticated or client is None:
             return False
+        if client.assertion_only and context is not None and context.verified is None:
+            raise oauth_errors.InvalidClientError(
+                description="This client authenticates with a signed client assertion (private_key_jwt) only.",
+                request=request,
+            )
         if not client.allows_address(request.headers.get(CLIENT_IP_META_KEY) or None):
             if context is not None:  # no quota used, but the headers still report it
                 context.rate_limit = ratelimit.hit(str(client.pk), client.effective_rate_limit, record=False)
@@ -145,11 +169,43 @@ class ApiClientValidator(OAuth2Validator):
             raise RateLimitExceeded(decision, request=request)
         return True
 
+    def _authenticate_by_assertion(self, request: Any, context: TokenRequestContext) -> bool:
+        """The client the assertion names, if the assertion verifies with its keys; refusals say why."""
+        assertion = context.assertion or ""
+        client_id = request.client_id or assertion_client_id(assertion)
+        client = self._load_application(client_id, request) if client_id else None
+        if not isinstance(client, ApiClient):
+            return False
+        try:
+            context.verified = assertion_verify(client=client, assertion=assertion, audience=context.audience)
+        except AssertionRefused as exc:
+            context.client = client
+            raise oauth_errors.InvalidClientError(description=str(exc), request=request) from None
+        return True
+
     def validate_scopes(
         self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kwargs: Any
     ) -> bool:
+        try:
+            granted = scopes_grant(scopes, client.allowed_scopes)
+        except ScopeRefused as exc:
+            raise oauth_errors.InvalidScopeError(description=str(exc), request=request) from None
         # A client allowed no scope would otherwise get a token with scope "": refuse it (invalid_scope).
-        return bool(scopes) and super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
+        if not (granted and super().validate_scopes(client_id, granted, client, request, *args, **kwargs)):
+            return False
+        request.scopes = granted  # what the token carries, and the response's `scope`
+        context: TokenRequestContext | None = request.headers.get(TOKEN_CONTEXT_META_KEY)
+        verified = context.verified if context is not None else None
+        # oauthlib's last check before it issues the token: an assertion's jti is recorded only once nothing
+        # else can refuse the request, so a refused request leaves no row behind.
+        if verified is not None and not client_assertion_record(
+            client=verified.client, jti=verified.jti, expires_at=verified.expires_at
+        ):
+            raise oauth_errors.InvalidClientError(
+                description="This client assertion was used already (its jti was seen); sign a new one.",
+                request=request,
+            )
+        return True
 
 
 # oauthlib leaves most errors without a description; integrators deserve a sentence (RFC 6749 5.2).
@@ -193,7 +249,7 @@ def _basic_credentials(request: HttpRequest) -> tuple[str, str] | None:
     return unquote_plus(client_id), unquote_plus(secret)
 
 
-def _credentials_problem(request: HttpRequest) -> str | None:
+def _credentials_problem(request: HttpRequest, *, accepts_assertion: bool) -> str | None:
     """Why a token or revocation request is malformed (RFC 6749 `invalid_request`), or None."""
     for name, values in request.POST.lists():
         if CONTROL_CHARACTERS.search(name) or any(CONTROL_CHARACTERS.search(value) for value in values):
@@ -202,6 +258,16 @@ def _credentials_problem(request: HttpRequest) -> str | None:
         basic = _basic_credentials(request)
     except ValueError as exc:
         return str(exc)
+    if "client_assertion" in request.POST or "client_assertion_type" in request.POST:
+        if not accepts_assertion:
+            return "This endpoint takes the client secret, not a client assertion."
+        if request.POST.get("client_assertion_type") != ASSERTION_TYPE:
+            return f"client_assertion_type must be {ASSERTION_TYPE}."
+        if not request.POST.get("client_assertion"):
+            return "client_assertion is missing."
+        if basic is not None or "client_secret" in request.POST:
+            # RFC 6749 2.3: a client MUST NOT use more than one authentication method in a request.
+            return "Send either a client assertion or the client secret, not both."
     if basic is None:
         return None
     if any(CONTROL_CHARACTERS.search(part) for part in basic):
@@ -217,17 +283,23 @@ def _client_id_tried(request: HttpRequest) -> str:
         basic = _basic_credentials(request)
     except ValueError:
         basic = None
-    return (basic[0] if basic else request.POST.get("client_id", ""))[:100]
+    tried = basic[0] if basic else request.POST.get("client_id", "")
+    return (tried or assertion_client_id(request.POST.get("client_assertion", "")))[:100]
 
 
 class _ClientControlledEndpoint:
     """Prepares the shared context before the toolkit runs, and finishes the response after."""
 
+    accepts_assertion = False
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        problem = _credentials_problem(request)
+        problem = _credentials_problem(request, accepts_assertion=self.accepts_assertion)
         if problem is not None:
             return oauth_error_response(400, "invalid_request", problem)
         context = TokenRequestContext()
+        if self.accepts_assertion and "client_assertion" in request.POST:
+            context.assertion = request.POST["client_assertion"]
+            context.audience = request.build_absolute_uri(reverse("auth-token"))
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it
         try:
@@ -258,7 +330,9 @@ class _ClientControlledEndpoint:
 
 @method_decorator(csrf_exempt, name="dispatch")
 class TokenView(_ClientControlledEndpoint, oauth_views.TokenView):
-    @method_decorator(sensitive_post_parameters("password", "client_secret"))
+    accepts_assertion = True
+
+    @method_decorator(sensitive_post_parameters("password", "client_secret", "client_assertion"))
     def authorization_flow_token_response(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         """The toolkit's, except that it reads the new token back (a SELECT) only to send `app_authorized`:
         here only when something listens to that signal."""

@@ -81,7 +81,10 @@ def capability_statement(base: str) -> dict[str, Any]:
                     "extension": [
                         {
                             "url": OAUTH_URIS,
-                            "extension": [{"url": "token", "valueUri": f"{origin}/api/v1/auth/token"}],
+                            "extension": [
+                                {"url": "token", "valueUri": f"{origin}/api/v1/auth/token"},
+                                {"url": "revoke", "valueUri": f"{origin}/api/v1/auth/revoke"},
+                            ],
                         }
                     ],
                     "service": [
@@ -89,12 +92,14 @@ def capability_statement(base: str) -> dict[str, Any]:
                             "coding": [
                                 {
                                     "system": "http://terminology.hl7.org/CodeSystem/restful-security-service",
-                                    "code": "OAuth",
+                                    "code": code,
                                 }
                             ]
                         }
+                        for code in ("OAuth", "SMART-on-FHIR")
                     ],
-                    "description": "Bearer tokens from the client credentials grant.",
+                    "description": "Bearer tokens from the client credentials grant: the client secret, or SMART "
+                    f"Backend Services (a signed client assertion; {base}.well-known/smart-configuration).",
                 },
                 "resource": resources,
                 "operation": [

@@ -1,12 +1,14 @@
-"""/fhir/R4/...: the CapabilityStatement, read and search per resource type, Patient $everything, and Bulk
-Data $export with its status and file paths. Any other path under /fhir/ is a 404 OperationOutcome."""
+"""/fhir/R4/...: the CapabilityStatement and the SMART discovery document, read and search per resource type,
+Patient $everything, and Bulk Data $export with its status and file paths. Any other path under /fhir/ is a
+404 OperationOutcome."""
 
 from django.urls import path, re_path
 
-from integrations.fhir import export_views, views
+from integrations.fhir import export_views, smart, views
 
 urlpatterns = [
     path("metadata", views.MetadataView.as_view(), name="fhir-metadata"),
+    path(".well-known/smart-configuration", smart.smart_configuration_view, name="fhir-smart-configuration"),
     path("$export", export_views.ExportKickoffView.as_view(), name="fhir-export"),
     path("Patient/$export", export_views.PatientExportKickoffView.as_view(), name="fhir-patient-export"),
     path("$export-status/<str:id>", export_views.ExportStatusView.as_view(), name="fhir-export-status"),

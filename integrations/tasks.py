@@ -14,6 +14,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from clinic.api import audit_buffer, idempotency
+from integrations.clients.services import client_assertions_purge
 from integrations.fhir import services as fhir_services
 from integrations.hl7 import outbox as hl7_outbox
 from integrations.notifications import outbox
@@ -34,8 +35,9 @@ def flush_deferred_audit_rows() -> int:
 
 @shared_task
 def purge_expired_tokens() -> int:
+    """Expired access tokens, and the jtis of expired client assertions (refused for their exp anyway)."""
     deleted, _ = get_access_token_model().objects.filter(expires__lt=timezone.now()).delete()
-    return deleted
+    return deleted + client_assertions_purge()
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -28,8 +28,9 @@ from oauth2_provider.models import AccessToken
 
 from integrations.clients.assertions import ASSERTION_TYPE
 from integrations.clients.models import ClientAssertion
-from integrations.clients.services import api_client_create, client_assertions_purge
+from integrations.clients.services import api_client_create
 from integrations.models import ApiClient
+from integrations.tasks import purge_expired_tokens
 from tests.factories import ApiClientFactory
 from tests.helpers import TOKEN_URL, assert_token_error, bearer, exchange
 from tests.integrations.webhook_receiver import Reply, receiver  # noqa: F401 - a fixture
@@ -517,13 +518,13 @@ def test_the_revocation_endpoint_takes_no_assertion(client, smart_client, rsa_pr
     assert body["error_description"] == "This endpoint takes the client secret, not a client assertion."
 
 
-def test_expired_assertion_jtis_are_purged(smart_client):
+def test_the_hourly_token_purge_forgets_the_jtis_of_expired_assertions(smart_client):
     api_client = smart_client(["patients:read"])
     now = timezone.now()
     ClientAssertion.objects.create(client=api_client, jti="old", expires_at=now - timedelta(seconds=1))
     ClientAssertion.objects.create(client=api_client, jti="current", expires_at=now + timedelta(minutes=5))
 
-    assert client_assertions_purge() == 1
+    assert purge_expired_tokens() == 1
 
     assert list(ClientAssertion.objects.values_list("jti", flat=True)) == ["current"]
 

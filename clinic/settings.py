@@ -538,6 +538,8 @@ FHIR_IDENTIFIER_SYSTEM_BASE = env_str("FHIR_IDENTIFIER_SYSTEM_BASE", default="ht
 # Bulk Data $export: where the NDJSON files are written, and how long they are kept after a job completes.
 FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" / "fhir-export")))
 FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)
+# Exports one client may have queued or running at once; a kick-off beyond is 429 with Retry-After.
+FHIR_EXPORT_MAX_ACTIVE_PER_CLIENT = env_int("FHIR_EXPORT_MAX_ACTIVE_PER_CLIENT", 2, minimum=1, maximum=50)
 # How much of what the server emits is checked against the R4 models at run time (integrations.fhir.r4):
 # `all` every resource (a large $everything spends more on it than on its SQL),
 # `sample` (default) one resource of each type per response and one line per export chunk, which catches a

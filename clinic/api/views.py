@@ -1,5 +1,6 @@
 """The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH, and
-the refusal of query parameters the operation does not declare (docs/api-rules.md §1)."""
+the refusal of query parameters the operation does not declare (docs/api-rules.md §1); and the audit guard
+that the REST API and the FHIR server share (AuditGuardedView)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import cache
 from typing import Any, cast
 from uuid import UUID
 
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponseBase
 from rest_framework import serializers
 from rest_framework.exceptions import UnsupportedMediaType
@@ -32,7 +34,38 @@ def accepted_parameters(declared: tuple[type[serializers.Serializer], ...]) -> f
     return frozenset(name for serializer in declared for name, _field in serializer().fields.items())
 
 
-class ClinicAPIView(APIView):
+class AuditGuardedView(APIView):
+    """A view that shows patient data sets `patient_data = True` and names, in its request's audit row, the
+    patients each successful answer showed (`audit_patients`; an empty list for an empty page). A 2xx that
+    named none fails loudly instead of leaving an audit row that a search by patient would miss
+    (docs/operations.md §3). The REST API's views and the FHIR server's both stand on it."""
+
+    patient_data = False
+
+    def audit_patients(self, ids: Iterable[UUID]) -> None:
+        """Record in this request's audit row which patients it touched (each once)."""
+        context = request_context(self.request)
+        context.patient_ids = list(dict.fromkeys([*(context.patient_ids or []), *ids]))
+
+    @property
+    def patients_audited(self) -> bool:
+        return request_context(self.request).patient_ids is not None
+
+    def shows_patient_data(self) -> bool:
+        return self.patient_data
+
+    def operation_name(self) -> str:
+        return f"{type(self).__name__}.{(self.request.method or '').lower()}"
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Response:
+        replayed = response.has_header(idempotency.REPLAYED_HEADER)  # the handler did not run again
+        answered = 200 <= response.status_code < 300 and not replayed
+        if answered and self.shows_patient_data() and not self.patients_audited:
+            raise ImproperlyConfigured(f"{self.operation_name()} answered patient data without audit_patients().")
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class ClinicAPIView(AuditGuardedView):
     """Subclasses declare `required_scopes = {"GET": "<scope>", ...}`: exactly one scope per operation, and
     `query_params = {"GET": (PageParams, FooListParams)}`: the serializers that validate each method's query
     parameters. That one declaration decides which parameters are accepted (any other is a 400
@@ -119,12 +152,3 @@ class ClinicAPIView(APIView):
     def api_client(self) -> ApiClient:
         """The calling API client (views run only after authentication succeeded)."""
         return request_client(self.request)
-
-    def audit_patients(self, ids: Iterable[UUID]) -> None:
-        """Record in this request's audit row which patients it touched."""
-        context = request_context(self.request)
-        context.patient_ids = [*(context.patient_ids or []), *ids]
-
-    @property
-    def patients_audited(self) -> bool:
-        return request_context(self.request).patient_ids is not None

@@ -30,7 +30,6 @@ from rest_framework.routers import SimpleRouter
 from rest_framework.utils.formatting import camelcase_to_spaces
 from rest_framework.viewsets import ViewSetMixin
 
-from clinic.api import idempotency
 from clinic.api.views import ClinicAPIView
 from integrations.models import ApiClient
 
@@ -61,7 +60,6 @@ class ClinicViewSet(ViewSetMixin, ClinicAPIView, Generic[ObjectT]):
 
     lookup_field = "id"
     lookup_value_converter = "str"
-    patient_data = False
     selector: Selector[ObjectT]
 
     @classmethod
@@ -140,14 +138,11 @@ class ClinicViewSet(ViewSetMixin, ClinicAPIView, Generic[ObjectT]):
     def get_view_description(self, html: bool = False) -> str:
         return ""  # a ViewSet's docstring is for developers; each operation is described in the document
 
-    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Response:
-        replayed = response.has_header(idempotency.REPLAYED_HEADER)  # the handler did not run again
-        shows_data = self.patient_data and self.action != "metadata"  # OPTIONS describes the path only
-        if shows_data and 200 <= response.status_code < 300 and not replayed and not self.patients_audited:
-            raise ImproperlyConfigured(
-                f"{type(self).__name__}.{self.action} answered patient data without audit_patients()."
-            )
-        return super().finalize_response(request, response, *args, **kwargs)
+    def shows_patient_data(self) -> bool:
+        return self.patient_data and self.action != "metadata"  # OPTIONS describes the path only
+
+    def operation_name(self) -> str:
+        return f"{type(self).__name__}.{self.action}"
 
 
 def created(body: Any, location: str) -> Response:

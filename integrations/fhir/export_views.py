@@ -2,12 +2,16 @@
 status polling, cancellation, and the NDJSON files.
 
 - Kick-off: GET /fhir/R4/$export or /fhir/R4/Patient/$export with `Prefer: respond-async`; parameters
-  `_type`, `_since`, `_outputFormat` (ndjson). 202 with Content-Location, the status URL. The client must
-  hold every scope the exported types need (403 naming the missing ones).
+  `_type`, `_since`, `_outputFormat` (ndjson). 202 with Content-Location, the status URL, and an empty
+  body without Content-Type. The client must hold every scope the exported types need (403 naming the
+  missing ones), and have fewer than FHIR_EXPORT_MAX_ACTIVE_PER_CLIENT jobs queued or running (429 with
+  Retry-After otherwise).
 - Status: GET the status URL: 202 with X-Progress and Retry-After while it runs; 200 with the manifest
   once complete (Expires: when the files go); 500 OperationOutcome if it failed. DELETE cancels: 202.
-  Only the client that started a job sees it (404 otherwise); cancelled and expired jobs are 404.
-- Files: GET with the same token (requiresAccessToken), application/fhir+ndjson.
+  Only the client that started a job sees it (404 otherwise); cancelled and expired jobs are 404, so a
+  second DELETE is one too.
+- Files: GET with the same token (requiresAccessToken), application/fhir+ndjson; the token needs the
+  file's type's scope too, and the audit row names the patients in the file (docs/fhir.md section 5).
 """
 
 from __future__ import annotations
@@ -16,11 +20,10 @@ import re
 import uuid
 from datetime import datetime
 from email.utils import format_datetime
-from typing import Any, cast
+from typing import Any
 
 from django.http import FileResponse, HttpResponse
 from django.utils import timezone
-from oauth2_provider.models import AbstractAccessToken
 from rest_framework.request import Request
 
 from clinic.api.permissions import InsufficientScope
@@ -29,7 +32,7 @@ from clinic.celery import task_get
 from integrations.fhir import services
 from integrations.fhir.models import ExportJob
 from integrations.fhir.outcome import FhirError
-from integrations.fhir.registry import COMPARTMENT, PATIENT, RESOURCE_TYPES
+from integrations.fhir.registry import COMPARTMENT, PATIENT, RESOURCE_TYPES, ResourceType
 from integrations.fhir.views import FhirView, base_url
 
 NDJSON_FORMATS = frozenset({"application/fhir+ndjson", "application/ndjson", "ndjson"})
@@ -40,6 +43,14 @@ _INSTANT = re.compile(
 
 def _enqueue(job_id: uuid.UUID) -> None:
     task_get(services.EXPORT_TASK).delay(str(job_id))
+
+
+def _accepted() -> HttpResponse:
+    """202 with an empty body, as the Bulk Data IG has it: no Content-Type (Django would label the nothing
+    text/html; the IG allows an OperationOutcome instead, which would say nothing the status does not)."""
+    response = HttpResponse(status=202)
+    del response["Content-Type"]
+    return response
 
 
 class ExportKickoffView(FhirView):
@@ -65,19 +76,21 @@ class ExportKickoffView(FhirView):
             if unknown:
                 raise FhirError(400, f"_type: cannot export {', '.join(unknown)} here.", expression=["_type"])
         since = _since(params.get("_since"))
-        token = cast(AbstractAccessToken, request.auth)
-        missing = sorted({RESOURCE_TYPES[name].scope for name in types} - set(token.scope.split()))
+        missing = sorted({RESOURCE_TYPES[name].scope for name in types if not self.token_reads(RESOURCE_TYPES[name])})
         if missing:
             raise InsufficientScope(" ".join(missing))
-        job = services.export_job_create(
-            client=self.api_client,
-            level=self.level,
-            types=types,
-            since=since,
-            request_url=request.build_absolute_uri(),
-            enqueue=_enqueue,
-        )
-        response = HttpResponse(status=202)
+        try:
+            job = services.export_job_create(
+                client=self.api_client,
+                level=self.level,
+                types=types,
+                since=since,
+                request_url=request.build_absolute_uri(),
+                enqueue=_enqueue,
+            )
+        except services.ExportLimitReached as exc:
+            raise FhirError(429, str(exc), headers={"Retry-After": str(exc.retry_after)}) from None
+        response = _accepted()
         response["Content-Location"] = f"{base_url(request)}$export-status/{job.id}"
         return response
 
@@ -119,8 +132,8 @@ class ExportStatusView(FhirView):
     def get(self, request: Request, id: str) -> HttpResponse:
         self.refuse_parameters(frozenset())
         job = _job(request, self, id)
-        if job.status in (ExportJob.Status.QUEUED, ExportJob.Status.RUNNING):
-            response = HttpResponse(status=202)
+        if job.status in services.ACTIVE:
+            response = _accepted()
             response["X-Progress"] = job.progress or job.status
             response["Retry-After"] = "5"
             return response
@@ -142,19 +155,32 @@ class ExportStatusView(FhirView):
         return response
 
     def delete(self, request: Request, id: str) -> HttpResponse:
-        services.export_job_cancel(job=_job(request, self, id))
-        return HttpResponse(status=202)
+        try:
+            services.export_job_cancel(job=_job(request, self, id))
+        except services.ExportJobGone:
+            raise FhirError(404, f"No bulk export {id}.") from None
+        return _accepted()
 
 
 class ExportFileView(FhirView):
+    """One type's NDJSON file: the job's scope (patients:read) and the type's own, as a search of the type
+    would need; the audit row names every patient in the file."""
+
     required_scopes = {"GET": PATIENT.scope}
+    patient_data = True
 
     def get(self, request: Request, id: str, name: str) -> FileResponse:
         self.refuse_parameters(frozenset())
         job = _job(request, self, id)
-        if job.status != ExportJob.Status.COMPLETED or name not in {entry["file"] for entry in job.output}:
-            raise FhirError(404, f"No file {name} in bulk export {id}.")
+        entry = next((entry for entry in job.output if entry["file"] == name), None)
         path = services.export_dir(job.id) / name
-        if not path.is_file():
+        if job.status != ExportJob.Status.COMPLETED or entry is None or not path.is_file():
             raise FhirError(404, f"No file {name} in bulk export {id}.")
+        resource: ResourceType = RESOURCE_TYPES[entry["type"]]
+        if not self.token_reads(resource):
+            raise InsufficientScope(resource.scope)
+        try:
+            self.audit_patients(services.export_file_patients(job=job, entry=entry))
+        except services.ExportFileUnaudited:
+            raise FhirError(410, f"{name} was written before downloads named their patients; export again.") from None
         return FileResponse(path.open("rb"), content_type="application/fhir+ndjson")

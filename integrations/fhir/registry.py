@@ -37,6 +37,9 @@ from patients.selectors import visible_allergies, visible_diagnoses, visible_pat
 from pharmacy.selectors import visible_dispense_lines, visible_prescription_items
 
 GENDER_SYSTEM = "http://hl7.org/fhir/administrative-gender"
+# The clinical record's scope reads its lab, imaging and medication sections, in FHIR as in
+# /patients/{id}/record, beside lab:read and pharmacy:read (docs/fhir.md section 1).
+CLINICAL_RECORD = "emr:read"
 
 
 # Each type's rows join what is the row's own (an Observation's order item and order) and prefetch what many
@@ -57,6 +60,12 @@ class ResourceType:
     patient_field: str | None = None  # the row's patient id, for the audit and the compartment
     includes: tuple[str, ...] = ()
     updated_field: str = "updated_at"  # what $export's _since compares (the resource's meta.lastUpdated)
+    also_read_with: tuple[str, ...] = ()  # scopes that read the type besides its own (docs/fhir.md section 1)
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """Any one of these reads the type."""
+        return (self.scope, *self.also_read_with)
 
 
 def _id() -> SearchParam:
@@ -287,6 +296,7 @@ ALLERGY = ResourceType(
 MEDICATION_REQUEST = ResourceType(
     name="MedicationRequest",
     scope="pharmacy:read",
+    also_read_with=(CLINICAL_RECORD,),
     rows=lambda client: (
         visible_prescription_items(client)
         .select_related("prescription")
@@ -320,6 +330,7 @@ MEDICATION_REQUEST = ResourceType(
 MEDICATION_DISPENSE = ResourceType(
     name="MedicationDispense",
     scope="pharmacy:read",
+    also_read_with=(CLINICAL_RECORD,),
     rows=lambda client: (
         visible_dispense_lines(client).select_related("dispense").prefetch_related("drug", "dispense__branch")
     ),
@@ -369,6 +380,7 @@ _ITEM_PARAMS = {
 SERVICE_REQUEST = ResourceType(
     name="ServiceRequest",
     scope="lab:read",
+    also_read_with=(CLINICAL_RECORD,),
     rows=lambda client: (
         visible_lab_items(client).select_related("order").prefetch_related("test", "order__branch", "order__doctor")
     ),
@@ -398,6 +410,7 @@ def _observations(client: ApiClient) -> QuerySet[LabResult]:
 OBSERVATION = ResourceType(
     name="Observation",
     scope="lab:read",
+    also_read_with=(CLINICAL_RECORD,),
     rows=_observations,
     to_fhir=mapping.observation,
     order=("-performed_at", "id"),
@@ -436,6 +449,7 @@ def _reports(client: ApiClient) -> QuerySet[Any]:
 DIAGNOSTIC_REPORT = ResourceType(
     name="DiagnosticReport",
     scope="lab:read",
+    also_read_with=(CLINICAL_RECORD,),
     rows=_reports,
     to_fhir=mapping.diagnostic_report,
     order=("-order__created_at", "order_id", "position", "id"),

@@ -3,8 +3,10 @@
 The views are DRF views on the REST API's machinery, so a FHIR request is authenticated by the same OAuth
 tokens, checked against the same per-client controls (IP allow-list, rate limit) and scopes, restricted to
 the same branches (the registry reads through the apps' selectors) and audited in the same log with the
-patients it showed. What differs is the wire: application/fhir+json, and OperationOutcome for every error
-(the problem+json the REST handler would have answered is translated, status and headers kept).
+patients it showed, under the REST API's guard (clinic.api.views.AuditGuardedView: a view of patient data
+whose 2xx named no patient fails loudly). What differs is the wire: application/fhir+json, and
+OperationOutcome for every error (the problem+json the REST handler would have answered is translated,
+status and headers kept).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from clinic.api.authentication import request_client
-from clinic.api.context import request_context
+from clinic.api.permissions import HasRequiredScope
 from clinic.api.renderers import JSONRenderer, dumps
+from clinic.api.views import AuditGuardedView
 from integrations.fhir import query, r4, slots
 from integrations.fhir.capability import capability_statement
 from integrations.fhir.outcome import FHIR_JSON, FhirError, outcome, outcome_response
@@ -72,7 +74,17 @@ class _AnyAccept(BaseContentNegotiation):
         return renderers[0], FHIR_JSON
 
 
-class FhirView(APIView):
+class _ScopeOrAlternative(HasRequiredScope):
+    """The operation's one scope, or for a read any of the view's `alternative_scopes()`."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        reads = request.method in ("GET", "HEAD") and request.auth is not None
+        if reads and any(view.token_allows(scope) for scope in view.alternative_scopes()):
+            return True
+        return super().has_permission(request, view)
+
+
+class FhirView(AuditGuardedView):
     required_scopes: dict[str, str] = {}
     methods: tuple[str, ...] = ("GET",)
     renderer_classes = [JSONRenderer]
@@ -104,13 +116,22 @@ class FhirView(APIView):
     def api_client(self) -> ApiClient:
         return request_client(self.request)
 
-    def audit_patients(self, ids: Any) -> None:
-        context = request_context(self.request)
-        context.patient_ids = [*(context.patient_ids or []), *dict.fromkeys(ids)]
+    def alternative_scopes(self) -> tuple[str, ...]:
+        """Scopes that also grant this view's GET besides `required_scopes` (emr:read for the clinical
+        record's types, docs/fhir.md section 1)."""
+        return ()
+
+    def get_permissions(self) -> list[Any]:
+        # The REST API's permissions (client controls first), with the scope check taking the alternatives.
+        return [_ScopeOrAlternative() if type(p) is HasRequiredScope else p for p in super().get_permissions()]
 
     def token_allows(self, scope: str) -> bool:
         token = cast(AbstractAccessToken | None, self.request.auth)
         return token is not None and token.allow_scopes([scope])
+
+    def token_reads(self, resource: ResourceType) -> bool:
+        """Whether the token holds one of the scopes that read `resource`."""
+        return any(self.token_allows(scope) for scope in resource.scopes)
 
     def params(self) -> list[tuple[str, str]]:
         return [(name, value) for name, values in self.request.query_params.lists() for value in values]
@@ -141,6 +162,12 @@ class MetadataView(FhirView):
 
 class ResourceView(FhirView):
     resource: ResourceType
+
+    def shows_patient_data(self) -> bool:
+        return self.resource.patient_field is not None
+
+    def alternative_scopes(self) -> tuple[str, ...]:
+        return self.resource.scopes
 
     def bundle(
         self, request: Request, entries: list[dict[str, Any]], total: int, links: list[dict[str, str]]
@@ -289,7 +316,7 @@ class EverythingView(ResourceView):
         records = [patient, *merged] if "Patient" in wanted else []
         sections: list[tuple[ResourceType, Any, int]] = [(PATIENT, records, len(records))]
         for resource in COMPARTMENT:
-            if resource is PATIENT or resource.name not in wanted or not self.token_allows(resource.scope):
+            if resource is PATIENT or resource.name not in wanted or not self.token_reads(resource):
                 continue
             rows = resource.rows(client).filter(**{f"{resource.patient_field}__in": ids}).order_by(*resource.order)
             sections.append((resource, rows, rows.count()))

@@ -287,7 +287,18 @@ def test_everything_returns_the_compartment_the_scopes_cover(world: RecordWorld,
         "DiagnosticReport": 2,
     }
     assert full["total"] == 13
-    assert kinds(narrow) == {"Patient": 1, "Encounter": 3, "Condition": 2, "AllergyIntolerance": 1}
+    # emr:read is the whole clinical record, its lab and medication sections included (docs/fhir.md section 1).
+    assert kinds(narrow) == {
+        "Patient": 1,
+        "Encounter": 3,
+        "Condition": 2,
+        "AllergyIntolerance": 1,
+        "MedicationRequest": 1,
+        "MedicationDispense": 1,
+        "ServiceRequest": 3,
+        "Observation": 2,
+        "DiagnosticReport": 3,
+    }
     assert kinds(typed) == {"Patient": 1, "Condition": 2}
 
 

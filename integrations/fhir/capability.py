@@ -10,6 +10,19 @@ from integrations.fhir.registry import RESOURCE_TYPES
 
 SOFTWARE_VERSION = "1.0"
 OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"
+LAST_UPDATED = {"name": "_lastUpdated", "type": "date", "documentation": "When last updated (meta.lastUpdated)."}
+EVERYTHING_DOCUMENTATION = (
+    "All of the OperationDefinition's parameters: `start` and `end` (a window of care dates: each resource's "
+    "clinical date, such as Observation.effective or Encounter.period.start; the Patient is always in it), "
+    "`_since` (an instant: resources updated since), `_type` (a comma list of the compartment's types), "
+    "`_count` (default 1000, capped at 5000; 0 answers the total only) and `_offset`, with next links."
+)
+RESULT_PARAMETERS = (
+    "Every search takes `_count` (default 20; above 100 capped to 100; 0 answers the total only), `_offset`, "
+    "`_sort` (the keys of each type), `_summary` (true, data, count; text is 400: no narrative), `_elements`, "
+    "`_total` (accurate, estimate, none) and `_lastUpdated`. Tokens take system|code, system| and |code. "
+    "Reads answer an ETag; If-None-Match with it is 304. JSON only: an Accept without JSON is 406."
+)
 
 
 def capability_statement(base: str) -> dict[str, Any]:
@@ -21,16 +34,23 @@ def capability_statement(base: str) -> dict[str, Any]:
             "documentation": f"Scope `{resource.scope}`.",
             "interaction": [{"code": "read"}, {"code": "search-type"}],
             "searchParam": [
-                {"name": name, "type": param.type, "documentation": param.documentation}
-                for name, param in resource.params.items()
-                if ":" not in name
+                *(
+                    {"name": name, "type": param.type, "documentation": param.documentation}
+                    for name, param in resource.params.items()
+                    if ":" not in name
+                ),
+                LAST_UPDATED,
             ],
         }
         if resource.includes:
             entry["searchInclude"] = list(resource.includes)
         if resource.name == "Patient":
             entry["operation"] = [
-                {"name": "everything", "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything"},
+                {
+                    "name": "everything",
+                    "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything",
+                    "documentation": EVERYTHING_DOCUMENTATION,
+                },
                 {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export"},
             ]
         resources.append(entry)
@@ -39,7 +59,8 @@ def capability_statement(base: str) -> dict[str, Any]:
         {
             "type": "Slot",
             "documentation": "Scope `appointments:read`. Free cells of a doctor's schedule, computed: search needs "
-            "`practitioner` and `start` (at most 14 days).",
+            "`practitioner` and `start` (at most 14 days); paged like every search (`_count`, `_offset`, `_sort` "
+            "start or _id).",
             "interaction": [{"code": "read"}, {"code": "search-type"}],
             "searchParam": [
                 {"name": "practitioner", "type": "reference", "documentation": "Practitioner/<id> (required)."},
@@ -75,7 +96,7 @@ def capability_statement(base: str) -> dict[str, Any]:
                     "OAuth 2.0 client credentials, the same tokens and scopes as the REST API "
                     f"({origin}/api/v1/auth/token; OpenAPI document {origin}/api/v1/schema). A client restricted "
                     "to some branches sees only their records. Unknown search parameters are refused (400) "
-                    "unless the request says Prefer: handling=lenient."
+                    "unless the request says Prefer: handling=lenient. " + RESULT_PARAMETERS
                 ),
                 "security": {
                     "extension": [

@@ -107,7 +107,12 @@ def patient(row: Patient) -> dict[str, Any]:
         identifiers.append(
             {
                 "use": "official",
-                "type": {"coding": [{"system": ABHA_SYSTEM, "code": "ABHA", "display": "ABHA number"}]},
+                # The namespace is the identifier's system, not a code system: the type is v2-0203's national
+                # unique individual identifier (ABDM's FHIR profiles draw identifier types from v2-0203 too).
+                "type": {
+                    "coding": [{"system": V2_0203, "code": "NI", "display": "National unique individual identifier"}],
+                    "text": "ABHA number",
+                },
                 "system": ABHA_SYSTEM,
                 "value": abha_display(row.national_health_id),
             }

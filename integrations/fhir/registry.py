@@ -27,7 +27,7 @@ from integrations.fhir.search import (
     date_filter,
     id_filter,
     reference_filter,
-    token,
+    token_parts,
 )
 from integrations.models import ApiClient
 from lab.models import LabResult
@@ -59,7 +59,10 @@ class ResourceType:
     sorts: dict[str, str] = field(default_factory=dict)  # _sort name -> column
     patient_field: str | None = None  # the row's patient id, for the audit and the compartment
     includes: tuple[str, ...] = ()
-    updated_field: str = "updated_at"  # what $export's _since compares (the resource's meta.lastUpdated)
+    updated_field: str = "updated_at"  # what _lastUpdated and _since compare (the resource's meta.lastUpdated)
+    # The date of care $everything's start and end window (None: always in it, as the Patient itself).
+    clinical_date: str | None = None
+    clinical_date_only: bool = False  # a date column, not a timestamp
     also_read_with: tuple[str, ...] = ()  # scopes that read the type besides its own (docs/fhir.md section 1)
 
     @property
@@ -81,13 +84,21 @@ def _patient(field_name: str) -> SearchParam:
 
 def _identifier(raw: str, name: str) -> Q:
     """ABHA under ABDM's system (hyphens allowed), our patient_id under ours (case and hyphens ignored, by
-    the patient_id_normalised index), or either without a system. A malformed value matches nobody."""
-    system, value = token(raw)
+    the patient_id_normalised index), or either without a system; `system|` every patient with an
+    identifier in that system; `|value` nobody (every identifier we emit has a system). A malformed value
+    matches nobody."""
+    system, value = token_parts(name, raw)
+    if system == "":
+        return Q(pk__in=[])
+    if system == mapping.ABHA_SYSTEM and not value:
+        return Q(national_health_id__isnull=False)
+    if system == mapping.system("patient-id") and not value:
+        return Q()
     wanted: list[Q] = []
-    if system in (None, "", mapping.ABHA_SYSTEM):
+    if system in (None, mapping.ABHA_SYSTEM):
         with contextlib.suppress(ValueError):
             wanted.append(Q(national_health_id=normalise_abha(value)))
-    if system in (None, "", mapping.system("patient-id")):
+    if system in (None, mapping.system("patient-id")):
         key = Upper(Replace("patient_id", Value("-"), Value("")))
         wanted.append(Q(Exact(key, normalise_patient_ref(value))))
     if not wanted:
@@ -176,10 +187,10 @@ PRACTITIONER = ResourceType(
 
 
 def _branch_identifier(raw: str, name: str) -> Q:
-    system, code = token(raw)
-    if system not in (None, "", mapping.system("branch")):
-        return Q(pk__in=[])
-    return Q(code=code.upper())
+    system, code = token_parts(name, raw)
+    if system is not None and system != mapping.system("branch"):
+        return Q(pk__in=[])  # `|code` too: the branch code is always emitted under our system
+    return Q(code=code.upper()) if code else Q()
 
 
 def _branches(client: ApiClient) -> QuerySet[Branch]:
@@ -236,6 +247,7 @@ APPOINTMENT = ResourceType(
     sorts={"date": "slot_start"},
     patient_field="patient_id",
     includes=("Appointment:patient",),
+    clinical_date="slot_start",
 )
 
 # --- Clinical ------------------------------------------------------------------------------------------------
@@ -260,7 +272,27 @@ ENCOUNTER = ResourceType(
     },
     sorts={"date": "start"},
     patient_field="patient_id",
+    clinical_date="start",
 )
+
+
+def _condition_code(raw: str, name: str) -> Q:
+    """The diagnosis code under the system the mapping emits: ICD-10's for ICD-10 rows (however the row
+    spells "ICD-10"), `<our base>/code/<system>` for any other system; `|code` nothing (always a system)."""
+    system, code = token_parts(name, raw)
+    is_icd10 = Q(Exact(Upper(Replace("system", Value("-"), Value(""))), "ICD10"))
+    ours = mapping.system("code/")
+    if system is None:
+        wanted = Q()
+    elif system == mapping.ICD10:
+        wanted = is_icd10
+    elif system.startswith(ours) and system != ours:
+        wanted = Q(system=system.removeprefix(ours)) & ~is_icd10
+    else:
+        return Q(pk__in=[])
+    return wanted & Q(code=code) if code else wanted
+
+
 CONDITION = ResourceType(
     name="Condition",
     scope="emr:read",
@@ -274,11 +306,13 @@ CONDITION = ResourceType(
         "clinical-status": SearchParam(
             code_filter("status", (mapping.CONDITION_CLINICAL,)), "token", "active | resolved | inactive"
         ),
-        "code": SearchParam(code_filter("code", (mapping.ICD10,)), "token", "The ICD-10 code (E11.9)."),
+        "code": SearchParam(_condition_code, "token", "The ICD-10 code (E11.9), with or without its system."),
         "onset-date": SearchParam(date_filter("onset_date", date_only=True), "date", "The onset date."),
     },
     sorts={"onset-date": "onset_date", "recorded-date": "created_at"},
     patient_field="patient_id",
+    clinical_date="onset_date",
+    clinical_date_only=True,
 )
 ALLERGY = ResourceType(
     name="AllergyIntolerance",
@@ -289,6 +323,7 @@ ALLERGY = ResourceType(
     params={"_id": _id(), "patient": _patient("patient_id")},
     sorts={"date": "created_at"},
     patient_field="patient_id",
+    clinical_date="created_at",
 )
 
 # --- Pharmacy ------------------------------------------------------------------------------------------------
@@ -326,6 +361,7 @@ MEDICATION_REQUEST = ResourceType(
     sorts={"authoredon": "prescription__created_at"},
     patient_field="prescription__patient_id",
     updated_field="prescription__updated_at",
+    clinical_date="prescription__created_at",
 )
 MEDICATION_DISPENSE = ResourceType(
     name="MedicationDispense",
@@ -349,6 +385,7 @@ MEDICATION_DISPENSE = ResourceType(
     sorts={"whenhandedover": "dispense__created_at"},
     patient_field="dispense__patient_id",
     updated_field="dispense__updated_at",
+    clinical_date="dispense__created_at",
 )
 
 # --- Laboratory and imaging ----------------------------------------------------------------------------------
@@ -358,10 +395,12 @@ _ITEM_DONE = ("resulted", "final", "completed")
 
 
 def _service_request_status(raw: str, name: str) -> Q:
-    system, code = token(raw)
-    if system not in (None, "", "http://hl7.org/fhir/request-status"):
+    system, code = token_parts(name, raw)
+    if system is not None and system != "http://hl7.org/fhir/request-status":
         return Q(pk__in=[])
     cancelled = Q(order__status="cancelled") | Q(status="cancelled")
+    if not code:
+        return Q()
     if code == "active":
         return Q(status__in=_ITEM_ACTIVE) & ~cancelled
     if code == "completed":
@@ -394,6 +433,7 @@ SERVICE_REQUEST = ResourceType(
     sorts={"authored": "order__created_at"},
     patient_field="order__patient_id",
     updated_field="order__updated_at",
+    clinical_date="order__created_at",
 )
 
 
@@ -433,6 +473,7 @@ OBSERVATION = ResourceType(
     sorts={"date": "performed_at"},
     patient_field="item__order__patient_id",
     updated_field="recorded_at",
+    clinical_date="performed_at",
 )
 
 
@@ -460,6 +501,7 @@ DIAGNOSTIC_REPORT = ResourceType(
     sorts={"date": "order__created_at"},
     patient_field="order__patient_id",
     updated_field="order__updated_at",
+    clinical_date="order__created_at",
 )
 
 RESOURCE_TYPES: dict[str, ResourceType] = {

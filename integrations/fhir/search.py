@@ -182,16 +182,28 @@ def id_filter(field: str = "pk") -> Filter:
     return build
 
 
-def code_filter(field: str, systems: tuple[str, ...], mapping: Mapping[str, str] | None = None) -> Filter:
-    """A token on a coded column: the code (mapped to ours when `mapping` is given); a system, when sent,
-    must be one of `systems` (else nothing matches)."""
+def token_parts(name: str, raw: str) -> tuple[str | None, str]:
+    """`token`, refusing `|` alone (neither a system nor a code: a mistake, not "everything")."""
+    system_part, code = token(raw)
+    if system_part == "" and not code:
+        raise bad(name, "a token needs a code, a system or both (system|code, system|, |code).")
+    return system_part, code
+
+
+def code_filter(
+    field: str, systems: tuple[str, ...], mapping: Mapping[str, str] | None = None, *, in_system: Q | None = None
+) -> Filter:
+    """A token on a coded column whose codes the server always emits under one of `systems`:
+    `code` the code in any of them (mapped to ours when `mapping` is given); `system|code` the code, when the
+    system is one of ours (else nothing); `system|` every row coded in that system (`in_system`, or every
+    row); `|code` a code without a system, which no row of ours has: nothing."""
 
     def build(raw: str, name: str) -> Q:
-        system_part, code = token(raw)
-        if system_part and system_part not in systems:
+        system_part, code = token_parts(name, raw)
+        if system_part == "" or (system_part is not None and system_part not in systems):
             return Q(pk__in=[])
         if not code:
-            return Q()
+            return in_system if in_system is not None else Q()
         if mapping is not None:
             ours = mapping.get(code)
             return Q(**{field: ours}) if ours is not None else Q(pk__in=[])

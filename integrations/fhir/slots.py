@@ -3,12 +3,16 @@
 
 Search: `practitioner` (Practitioner/<id>, required), `start` (dates with prefixes; one bound at least and
 at most 14 days apart), `location` (Location/<id>, the branch; else every visible branch of the doctor),
-`status` (free: the only status a computed slot has). Read: the id names the doctor, the branch code and
-the start minute, and is answered while that cell is still free (else 404).
+`status` (free: the only status a computed slot has). The result parameters are the other types'
+(integrations.fhir.query): `_count` (default 20, capped at 100), `_offset`, `_sort` (`start`, `_id`, each
+optionally `-`), `_summary`, `_elements`, `_total`; the cells of the whole range are computed, then paged.
+Read: the id names the doctor, the branch code and the start minute, and is answered while that cell is
+still free (else 404).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -19,13 +23,14 @@ from appointments.ports import doctor_free_cells
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import doctor_branches_visible, doctor_get
-from integrations.fhir import mapping
+from integrations.fhir import mapping, query
 from integrations.fhir.outcome import FhirError
 from integrations.fhir.search import bad, parse_date, reference_id
 from integrations.models import ApiClient
 
 MAX_DAYS = 14
 PARAMS = frozenset({"practitioner", "start", "location", "status"})
+SORTS = ("start", "_id")
 
 
 def slot_id(doctor: Doctor, branch: Branch, start: datetime) -> str:
@@ -89,6 +94,53 @@ def _days(values: list[str]) -> list[date]:
     if (last - first).days >= MAX_DAYS:
         raise bad("start", f"at most {MAX_DAYS} days at a time.")
     return [first + timedelta(days=offset) for offset in range((last - first).days + 1)]
+
+
+@dataclass
+class SlotPage:
+    slots: list[dict[str, Any]]
+    total: int
+    result: query.ResultParams
+
+
+def slot_result(params: list[tuple[str, str]]) -> query.ResultParams:
+    """The result parameters of a Slot search, the filters' values kept for the paging links."""
+    query.check_format(params)
+    result = query.ResultParams()
+    result.order = ["start"]
+    for name, value in params:
+        if len(value) > query.MAX_VALUE_LENGTH:
+            raise bad(name, f"longer than {query.MAX_VALUE_LENGTH} characters.")
+        if query.result_param(result, "Slot", name, value):
+            continue
+        if name == "_sort":
+            keys = value.split(",")
+            if any(key.removeprefix("-") not in SORTS for key in keys):
+                raise bad("_sort", f"{value!r}: the sort keys of Slot are {', '.join(SORTS)}, each optionally with -.")
+            result.order = keys
+        if name in PARAMS or name == "_sort":
+            result.used.append((name, value))
+    return result
+
+
+def _sorted(found: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
+    # Stable sorts, the last key first; the id breaks ties. Starts carry their branch's offset, so they are
+    # compared as instants.
+    found = sorted(found, key=lambda slot: slot["id"])
+    for key in reversed(order):
+        name = key.removeprefix("-")
+        found.sort(
+            key=lambda slot: datetime.fromisoformat(slot["start"]) if name == "start" else slot["id"],
+            reverse=key.startswith("-"),
+        )
+    return found
+
+
+def slot_page(client: ApiClient, params: list[tuple[str, str]]) -> SlotPage:
+    result = slot_result(params)
+    found = _sorted(slot_search(client, params), result.order)
+    shown = [] if result.count_only else found[result.offset : result.offset + result.count]
+    return SlotPage([result.subset(slot) for slot in shown], len(found), result)
 
 
 def slot_search(client: ApiClient, params: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ status and headers kept).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -63,14 +64,43 @@ def row_patient_id(resource: ResourceType, row: Any) -> Any:
     return value
 
 
+# What an Accept header may ask for and get JSON: FHIR's type, the older application/json+fhir, plain JSON,
+# the NDJSON of Bulk Data files, and wildcards. `application/fhir+xml` alone is 406: the server writes no XML.
+JSON_MEDIA = frozenset(
+    {
+        "*/*",
+        "application/*",
+        "application/fhir+json",
+        "application/json+fhir",
+        "application/json",
+        "application/fhir+ndjson",
+        "application/ndjson",
+    }
+)
+
+
+def accepts_json(accept: str) -> bool:
+    """Whether an Accept header admits JSON (a range with q=0 is a refusal, not a choice)."""
+    for part in accept.split(","):
+        media, *parameters = (piece.strip().lower() for piece in part.split(";"))
+        refused = any(parameter.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for parameter in parameters)
+        if media in JSON_MEDIA and not refused:
+            return True
+    return False
+
+
 class _AnyAccept(BaseContentNegotiation):
-    """The server answers JSON whatever Accept says (FHIR clients send application/fhir+json, the older
-    application/json+fhir, or */*); `_format` is checked by the views themselves."""
+    """JSON, for every Accept that admits it (FHIR clients send application/fhir+json, the older
+    application/json+fhir, or */*; none at all is fine too); anything else, application/fhir+xml above all,
+    is 406 with an OperationOutcome in JSON. `_format` is checked by the views themselves."""
 
     def select_parser(self, request: Request, parsers: Any) -> Any:
         return parsers[0] if parsers else None
 
     def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None) -> tuple[BaseRenderer, str]:
+        accept = request.META.get("HTTP_ACCEPT", "").strip()
+        if accept and not accepts_json(accept):
+            raise FhirError(406, f"Accept {accept[:100]!r}: this server answers application/fhir+json only.")
         return renderers[0], FHIR_JSON
 
 
@@ -170,39 +200,63 @@ class ResourceView(FhirView):
         return self.resource.scopes
 
     def bundle(
-        self, request: Request, entries: list[dict[str, Any]], total: int, links: list[dict[str, str]]
+        self, request: Request, entries: list[dict[str, Any]], total: int | None, links: list[dict[str, str]]
     ) -> dict[str, Any]:
-        return {
-            "resourceType": "Bundle",
-            "id": str(uuid.uuid4()),
-            "meta": {"lastUpdated": datetime.now(UTC).isoformat()},
-            "type": "searchset",
-            "total": total,
-            "link": links,
-            "entry": entries,
-        }
+        return searchset(entries, total, links)
 
-    def entry(self, resource: ResourceType, row: Any, mode: str = "match") -> dict[str, Any]:
+    def entry(
+        self, resource: ResourceType, row: Any, mode: str = "match", result: query.ResultParams | None = None
+    ) -> dict[str, Any]:
         body = resource.to_fhir(row)
         return {
             "fullUrl": f"{base_url(self.request)}{resource.name}/{body['id']}",
-            "resource": body,
+            "resource": result.subset(body) if result else body,
             "search": {"mode": mode},
         }
+
+
+def searchset(entries: list[dict[str, Any]], total: int | None, links: list[dict[str, str]]) -> dict[str, Any]:
+    """A Bundle searchset; without `total` under `_total=none`."""
+    bundle: dict[str, Any] = {
+        "resourceType": "Bundle",
+        "id": str(uuid.uuid4()),
+        "meta": {"lastUpdated": datetime.now(UTC).isoformat()},
+        "type": "searchset",
+    }
+    if total is not None:
+        bundle["total"] = total
+    bundle.update(link=links, entry=entries)
+    return bundle
+
+
+def page_links(url: str, result: query.ResultParams, more: bool) -> list[dict[str, str]]:
+    """self, first, previous and next: each with the parameters applied, `_count` as applied (a capped
+    one as capped) and its `_offset`."""
+
+    def at(offset: int) -> str:
+        return f"{url}?{urlencode([*result.used, ('_count', result.count), ('_offset', offset)])}"
+
+    links = [{"relation": "self", "url": at(result.offset)}, {"relation": "first", "url": at(0)}]
+    if result.count and result.offset > 0:
+        links.append({"relation": "previous", "url": at(max(result.offset - result.count, 0))})
+    if result.count and more:
+        links.append({"relation": "next", "url": at(result.offset + result.count)})
+    return links
 
 
 class SearchView(ResourceView):
     def get(self, request: Request) -> HttpResponse:
         resource, client = self.resource, self.api_client
         search = query.parse(resource, self.params(), lenient=is_lenient(request))
-        rows, total = query.page(client, resource, search)
-        entries = [self.entry(resource, row) for row in rows]
+        found = query.page(client, resource, search)
+        rows = found.rows
+        entries = [self.entry(resource, row, result=search) for row in rows]
         patients = [row_patient_id(resource, row) for row in rows] if resource.patient_field else []
         if "Appointment:patient" in search.includes and rows:
             if not self.token_allows(PATIENT.scope):
                 raise exceptions.PermissionDenied(f"_include=Appointment:patient requires the scope {PATIENT.scope}.")
             included = list(PATIENT.rows(client).filter(id__in={row.patient_id for row in rows}).order_by("id"))
-            entries += [self.entry(PATIENT, row, "include") for row in included]
+            entries += [self.entry(PATIENT, row, "include", search) for row in included]
             patients += [row.id for row in included]
         if search.ignored:
             warning = outcome(
@@ -212,71 +266,82 @@ class SearchView(ResourceView):
             )
             entries.append({"resource": warning, "search": {"mode": "outcome"}})
         self.audit_patients(patients)
-        bundle = self.bundle(request, entries, total, self.links(search, total))
-        return fhir_response(r4.check(bundle))
-
-    def links(self, search: query.SearchRequest, total: int) -> list[dict[str, str]]:
-        url = f"{base_url(self.request)}{self.resource.name}"
-
-        def at(offset: int) -> str:
-            return f"{url}?{urlencode([*search.used, ('_count', search.count), ('_offset', offset)])}"
-
-        links = [{"relation": "self", "url": at(search.offset)}, {"relation": "first", "url": at(0)}]
-        if search.count and search.offset > 0:
-            links.append({"relation": "previous", "url": at(max(search.offset - search.count, 0))})
-        if search.count and search.offset + search.count < total:
-            links.append({"relation": "next", "url": at(search.offset + search.count)})
-        return links
+        links = page_links(f"{base_url(self.request)}{resource.name}", search, found.more)
+        return fhir_response(r4.check(self.bundle(request, entries, found.total, links)))
 
 
 class ReadView(ResourceView):
     def get(self, request: Request, id: str) -> HttpResponse:
-        self.refuse_parameters(frozenset())
         resource = self.resource
+        result = read_params(self, resource.name)
         key = _uuid(id)
         row = resource.rows(self.api_client).filter(pk=key).first() if key else None
         if row is None:
             raise FhirError(404, f"{resource.name}/{id} is not known.")
         if resource.patient_field:
             self.audit_patients([row_patient_id(resource, row)])
-        body = r4.check(resource.to_fhir(row))
-        headers = {}
-        if body.get("meta", {}).get("lastUpdated"):
-            headers["ETag"] = f'W/"{body["meta"]["lastUpdated"]}"'
-        return fhir_response(body, headers=headers)
+        return read_response(request, resource.to_fhir(row), result)
+
+
+def read_params(view: FhirView, resource_type: str) -> query.ResultParams:
+    """A read takes `_summary` (true, data, false) and `_elements`, as the specification's read does."""
+    params = view.params()
+    view.refuse_parameters(frozenset({"_summary", "_elements"}))
+    result = query.ResultParams()
+    for name, value in params:
+        if name == "_summary" and value == "count":
+            raise query.bad(name, "count is for searches; a read is one resource.")
+        if name in ("_summary", "_elements"):
+            query.result_param(result, resource_type, name, value)
+    return result
+
+
+def etag(body: bytes) -> str:
+    """A weak validator of the representation: its digest. The server keeps no version ids; a digest
+    changes with whatever the resource shows (a related doctor's renamed display too), which a timestamp of
+    the row alone would miss."""
+    return f'W/"{hashlib.sha256(body).hexdigest()[:32]}"'
+
+
+def read_response(request: Request, resource: dict[str, Any], result: query.ResultParams) -> HttpResponse:
+    """The resource with its ETag; 304 and no body when If-None-Match holds that ETag (or `*`)."""
+    body = dumps(r4.check(result.subset(resource)))
+    tag = etag(body)
+    wanted = [part.strip() for part in request.headers.get("If-None-Match", "").split(",") if part.strip()]
+    if "*" in wanted or tag.removeprefix("W/") in {value.removeprefix("W/") for value in wanted}:
+        response = HttpResponse(status=304)
+        response["ETag"] = tag
+        return response
+    response = HttpResponse(body, content_type=f"{FHIR_JSON}; charset=utf-8")
+    response["ETag"] = tag
+    return response
 
 
 class SlotSearchView(FhirView):
-    """GET /fhir/R4/Slot: free cells, computed (integrations.fhir.slots); the whole range in one Bundle."""
+    """GET /fhir/R4/Slot: free cells, computed (integrations.fhir.slots), paged like every search."""
 
     required_scopes = {"GET": "appointments:read"}
 
     def get(self, request: Request) -> HttpResponse:
-        self.refuse_parameters(slots.PARAMS)
-        found = slots.slot_search(self.api_client, self.params())
-        base = base_url(request)
+        self.refuse_parameters(slots.PARAMS | query.RESULT_PARAMS - {"_include"})
+        found = slots.slot_page(self.api_client, self.params())
+        base, result = base_url(request), found.result
         entries = [
-            {"fullUrl": f"{base}Slot/{slot['id']}", "resource": slot, "search": {"mode": "match"}} for slot in found
+            {"fullUrl": f"{base}Slot/{slot['id']}", "resource": slot, "search": {"mode": "match"}}
+            for slot in found.slots
         ]
-        self_link = f"{base}Slot?{urlencode(self.params())}"
-        bundle = {
-            "resourceType": "Bundle",
-            "id": str(uuid.uuid4()),
-            "meta": {"lastUpdated": datetime.now(UTC).isoformat()},
-            "type": "searchset",
-            "total": len(entries),
-            "link": [{"relation": "self", "url": self_link}],
-            "entry": entries,
-        }
-        return fhir_response(r4.check(bundle))
+        total = None if result.total == "none" else found.total
+        more = not result.count_only and result.offset + result.count < found.total
+        links = page_links(f"{base}Slot", result, more)
+        return fhir_response(r4.check(searchset(entries, total, links)))
 
 
 class SlotReadView(FhirView):
     required_scopes = {"GET": "appointments:read"}
 
     def get(self, request: Request, id: str) -> HttpResponse:
-        self.refuse_parameters(frozenset())
-        return fhir_response(r4.check(slots.slot_read(self.api_client, id)))
+        result = read_params(self, "Slot")
+        return read_response(request, slots.slot_read(self.api_client, id), result)
 
 
 def _uuid(text: str) -> uuid.UUID | None:
@@ -289,9 +354,10 @@ def _uuid(text: str) -> uuid.UUID | None:
 class EverythingView(ResourceView):
     """GET /fhir/R4/Patient/{id}/$everything: the patient and every resource of its compartment that the
     token's scopes cover (a token without lab:read gets no Observations, and no error), as one searchset.
-    `_type` narrows the types.
+    The operation's parameters (query.parse_everything): `start` and `end` (care dates), `_since` (last
+    updated), `_type` (the types), `_count` and `_offset`.
 
-    Paged, as the operation allows: `_count` entries a page (default EVERYTHING_COUNT, at most
+    Paged, as the operation allows: `_count` entries a page (default EVERYTHING_COUNT, capped at
     EVERYTHING_MAX_COUNT), `_offset` into the whole, a `next` link while more remain, `total` the whole
     record. A 500-visit patient's record is some 5,000 resources; one COUNT per type finds where the page
     falls, and only the types it covers are read."""
@@ -300,29 +366,30 @@ class EverythingView(ResourceView):
     required_scopes = {"GET": PATIENT.scope}
 
     def get(self, request: Request, id: str) -> HttpResponse:
-        self.refuse_parameters(frozenset({"_type", "_count", "_offset"}))
+        self.refuse_parameters(query.EVERYTHING_PARAMS)
         client = self.api_client
         key = _uuid(id)
         patient = PATIENT.rows(client).filter(pk=key).first() if key else None
         if patient is None:
             raise FhirError(404, f"Patient/{id} is not known.")
-        params = self.params()
-        wanted = everything_types(params)
-        count, offset = everything_window(params)
+        asked = query.parse_everything(self.params(), [resource.name for resource in COMPARTMENT])
+        wanted, count, offset = asked.types, asked.result.count, asked.result.offset
         # The records merged into this one keep their own rows (patients.services.patient_merge): they are
         # part of this patient's record, as in GET /patients/{id}/record. Merges are flattened, one step deep.
         merged = list(PATIENT.rows(client).filter(merged_into=patient).order_by("id"))
         ids = [patient.pk, *(record.pk for record in merged)]
-        records = [patient, *merged] if "Patient" in wanted else []
+        records = list(asked.narrow(PATIENT, PATIENT.rows(client).filter(pk__in=ids))) if "Patient" in wanted else []
+        records.sort(key=lambda record: (record.pk != patient.pk, str(record.pk)))  # the patient first
         sections: list[tuple[ResourceType, Any, int]] = [(PATIENT, records, len(records))]
         for resource in COMPARTMENT:
             if resource is PATIENT or resource.name not in wanted or not self.token_reads(resource):
                 continue
             rows = resource.rows(client).filter(**{f"{resource.patient_field}__in": ids}).order_by(*resource.order)
+            rows = asked.narrow(resource, rows)
             sections.append((resource, rows, rows.count()))
         entries: list[dict[str, Any]] = []
         start, total = offset, sum(size for _, _, size in sections)
-        for resource, rows, size in sections:
+        for resource, rows, size in [] if asked.result.count_only else sections:
             if start >= size:
                 start -= size
                 continue
@@ -332,50 +399,10 @@ class EverythingView(ResourceView):
             entries += [self.entry(resource, row) for row in rows[start : start + want]]
             start = 0
         self.audit_patients(ids)
-        bundle = self.bundle(request, entries, total, self.everything_links(patient.pk, params, count, offset, total))
-        return fhir_response(r4.check(bundle))
-
-    def everything_links(
-        self, patient_id: Any, params: list[tuple[str, str]], count: int, offset: int, total: int
-    ) -> list[dict[str, str]]:
-        url = f"{base_url(self.request)}Patient/{patient_id}/$everything"
-        kept = [(name, value) for name, value in params if name == "_type"]
-
-        def at(at_offset: int) -> str:
-            return f"{url}?{urlencode([*kept, ('_count', count), ('_offset', at_offset)])}"
-
-        links = [{"relation": "self", "url": at(offset)}, {"relation": "first", "url": at(0)}]
-        if offset > 0:
-            links.append({"relation": "previous", "url": at(max(offset - count, 0))})
-        if offset + count < total:
-            links.append({"relation": "next", "url": at(offset + count)})
-        return links
-
-
-EVERYTHING_COUNT = 1000
-EVERYTHING_MAX_COUNT = 5000
-
-
-def everything_window(params: list[tuple[str, str]]) -> tuple[int, int]:
-    """(_count, _offset) of a $everything request: 1..EVERYTHING_MAX_COUNT entries, from 0..MAX_OFFSET."""
-    count, offset = EVERYTHING_COUNT, 0
-    for name, value in params:
-        if name == "_count":
-            count = query.integer(name, value, 1, EVERYTHING_MAX_COUNT)
-        elif name == "_offset":
-            offset = query.integer(name, value, 0, query.MAX_OFFSET)
-    return count, offset
-
-
-def everything_types(params: list[tuple[str, str]]) -> set[str]:
-    names = {resource.name for resource in COMPARTMENT}
-    asked = {name.strip() for key, value in params if key == "_type" for name in value.split(",")}
-    unknown = asked - names
-    if unknown:
-        raise FhirError(
-            400, f"_type: not in the Patient compartment here: {', '.join(sorted(unknown))}.", expression=["_type"]
-        )
-    return asked or names
+        url = f"{base_url(self.request)}Patient/{patient.pk}/$everything"
+        asked.result.used = asked.kept
+        links = page_links(url, asked.result, not asked.result.count_only and offset + count < total)
+        return fhir_response(r4.check(self.bundle(request, entries, total, links)))
 
 
 def _view(base: type[ResourceView], resource: ResourceType) -> Any:

@@ -122,7 +122,14 @@ def test_a_patient_maps_identifiers_names_telecom_and_address_never_the_national
             {
                 "use": "official",
                 "type": {
-                    "coding": [{"system": "https://healthid.ndhm.gov.in", "code": "ABHA", "display": "ABHA number"}]
+                    "coding": [
+                        {
+                            "system": "http://terminology.hl7.org/CodeSystem/v2-0203",
+                            "code": "NI",
+                            "display": "National unique individual identifier",
+                        }
+                    ],
+                    "text": "ABHA number",
                 },
                 "system": "https://healthid.ndhm.gov.in",
                 "value": "91-1234-5678-9012",

@@ -119,9 +119,8 @@ def test_date_prefixes_on_encounters(world: RecordWorld, token_for: Any) -> None
         ("date=2026-02-30", ["date"]),
         ("date=\u0662\u0660\u0662\u0666", ["date"]),  # non-ASCII digits: refused before the view (docs/api-rules.md §7)
         ("date=", ["date"]),
-        ("_count=101", ["_count"]),
         ("_count=-1", ["_count"]),
-        ("_count=99999999999999999999", ["_count"]),
+        ("_count=ten", ["_count"]),
         ("_offset=1000000001", ["_offset"]),
         ("_sort=-name", ["_sort"]),
     ],
@@ -139,11 +138,11 @@ def test_unknown_parameters_are_400_unless_lenient_then_reported_in_the_bundle(
 ) -> None:
     token = token_for(["emr:read"])
 
-    strict = fhir_get(token, "Encounter?serach=x&_summary=count")
+    strict = fhir_get(token, "Encounter?serach=x&_contained=true")
     lenient = fhir_get(token, "Encounter?serach=x", HTTP_PREFER="handling=lenient")
     include = fhir_get(token, "Encounter?_include=Encounter:patient")
 
-    assert "serach, _summary" in assert_outcome(strict, 400, "not-supported", ["serach", "_summary"])
+    assert "serach, _contained" in assert_outcome(strict, 400, "not-supported", ["serach", "_contained"])
     assert lenient.status_code == 200
     assert len(entries(lenient)) == 3
     [warning] = entries(lenient, "outcome")
@@ -327,7 +326,7 @@ def test_everything_pages_through_the_whole_record_in_order(world: RecordWorld, 
     assert "_type=Condition" in typed["link"][0]["url"]
 
 
-@pytest.mark.parametrize("query", ["_count=0", "_count=5001", "_count=ten", "_offset=-1", "_count=%D9%A3"])
+@pytest.mark.parametrize("query", ["_count=-1", "_count=ten", "_offset=-1", "_count=%D9%A3", "start=ge2026-01-01"])
 def test_everything_refuses_a_bad_page_naming_the_parameter(world: RecordWorld, token_for: Any, query: str) -> None:
     response = fhir_get(token_for(ALL_READ), f"Patient/{world.patient.id}/$everything?{query}")
 

@@ -51,14 +51,34 @@ def token_paths() -> dict[str, Any]:
         "client_id": {"type": "string", "description": "Or use HTTP Basic authentication (RFC 6749 2.3.1)."},
         "client_secret": {"type": "string", "description": "Or use HTTP Basic authentication."},
     }
+    # SMART Backend Services (docs/fhir.md section 6): RFC 7523 client authentication by a signed JWT.
+    assertion = {
+        "client_assertion_type": {
+            "type": "string",
+            "enum": ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"],
+            "description": "With `client_assertion`, instead of a client secret (`private_key_jwt`).",
+        },
+        "client_assertion": {
+            "type": "string",
+            "description": "A JWT signed RS384 or ES384 with a key of the client's registered JWKS, its `kid` in "
+            "the header; claims `iss` = `sub` = the client id, `aud` = this endpoint's absolute URL, `exp` at "
+            "most 5 minutes ahead (60 s of clock skew allowed), and a `jti` never used before by this client.",
+        },
+    }
     return {
         "/api/v1/auth/token": {
             "post": {
                 "operationId": "auth_token",
                 "summary": "Exchange client credentials for an access token",
                 "description": (
-                    "OAuth 2.0 client-credentials grant (RFC 6749 4.4). `scope` asks for a subset of the client's "
-                    "allowed scopes; without it the token carries all of them. No refresh token is issued. "
+                    "OAuth 2.0 client-credentials grant (RFC 6749 4.4). The client authenticates with its secret "
+                    "(HTTP Basic or the form) or, when it registered a JWKS, with a signed client assertion (RFC "
+                    "7523 `private_key_jwt`, SMART Backend Services; discovery at "
+                    "`/fhir/R4/.well-known/smart-configuration`). An assertion-only client is refused its secret. "
+                    "`scope` asks for a subset of the client's allowed scopes; without it the token carries all of "
+                    "them. SMART scopes (`system/Patient.rs`, `system/*.read`, ...) map onto the allowed scopes "
+                    "that read their types; create, update and delete permissions map to nothing. The response's "
+                    "`scope` lists the scopes of this API the token carries. No refresh token is issued. "
                     "Responses carry `Cache-Control: no-store`. Errors follow RFC 6749 5.2 (not problem+json)."
                 ),
                 "tags": ["auth"],
@@ -72,10 +92,37 @@ def token_paths() -> dict[str, Any]:
                                 "required": ["grant_type"],
                                 "properties": {
                                     "grant_type": {"type": "string", "enum": ["client_credentials"]},
-                                    "scope": {"type": "string", "example": "patients:read appointments:read"},
+                                    "scope": {
+                                        "type": "string",
+                                        "description": "Scopes of this API or SMART `system/` scopes, space-separated.",
+                                        "example": "patients:read appointments:read",
+                                    },
                                     **credentials,
+                                    **assertion,
                                 },
-                            }
+                            },
+                            "examples": {
+                                "client_secret": {
+                                    "summary": "Client secret in the form",
+                                    "value": {
+                                        "grant_type": "client_credentials",
+                                        "client_id": "Hk3mZ8qTn2",
+                                        "client_secret": "s3cr3t-shown-once",
+                                        "scope": "patients:read appointments:read",
+                                    },
+                                },
+                                "private_key_jwt": {
+                                    "summary": "SMART Backend Services: a signed client assertion",
+                                    "value": {
+                                        "grant_type": "client_credentials",
+                                        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:"
+                                        "jwt-bearer",
+                                        "client_assertion": "eyJhbGciOiJSUzM4NCIsImtpZCI6ImtleS0xIiwidHlwIjoiSldUIn0"
+                                        ".eyJpc3MiOiJIazNtWjhxVG4yIiwic3ViIjoiSGszbVo4cVRuMiJ9.c2lnbmF0dXJl",
+                                        "scope": "system/Patient.rs system/Observation.rs",
+                                    },
+                                },
+                            },
                         }
                     },
                 },
@@ -108,8 +155,19 @@ def token_paths() -> dict[str, Any]:
                         "content": error_content,
                     },
                     "401": {
-                        "description": "`invalid_client`: unknown client or wrong secret.",
-                        "content": error_content,
+                        "description": "`invalid_client`: unknown client, wrong secret, a secret of an assertion-only "
+                        "client, or a client assertion refused (algorithm, key, signature, `iss`/`sub`, `aud`, "
+                        "`exp`, or a `jti` used before); `error_description` says which.",
+                        "content": {
+                            "application/json": {
+                                "schema": oauth_error,
+                                "example": {
+                                    "error": "invalid_client",
+                                    "error_description": "This client assertion was used already (its jti was "
+                                    "seen); sign a new one.",
+                                },
+                            }
+                        },
                     },
                     "403": {
                         "description": "`access_denied`: address outside the client's allow-list.",

@@ -51,7 +51,7 @@ def token_paths() -> dict[str, Any]:
         "client_id": {"type": "string", "description": "Or use HTTP Basic authentication (RFC 6749 2.3.1)."},
         "client_secret": {"type": "string", "description": "Or use HTTP Basic authentication."},
     }
-    # SMART Backend Services (docs/fhir.md section 6): RFC 7523 client authentication by a signed JWT.
+    # SMART Backend Services (docs/fhir.md section 7): RFC 7523 client authentication by a signed JWT.
     assertion = {
         "client_assertion_type": {
             "type": "string",

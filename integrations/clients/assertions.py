@@ -1,5 +1,5 @@
 """Client authentication by a signed JWT (RFC 7523 `private_key_jwt`), as SMART Backend Services clients
-send it to the token endpoint (docs/fhir.md section 6).
+send it to the token endpoint (docs/fhir.md section 7).
 
 The signature is checked by joserfc against a key of the client's registered JWKS; nothing here does
 cryptography itself. The rules: `alg` RS384 or ES384 (never `none`, never an HMAC keyed by anything a

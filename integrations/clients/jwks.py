@@ -1,4 +1,4 @@
-"""The public keys an API client signs its SMART Backend Services assertions with (docs/fhir.md section 6).
+"""The public keys an API client signs its SMART Backend Services assertions with (docs/fhir.md section 7).
 
 A client registers a JSON Web Key Set inline or the https URL where it publishes one. Either way the set
 must hold public signing keys only, each named by a `kid`: RSA of at least 2048 bits (for RS384) or EC on

@@ -117,7 +117,7 @@ class ApiClient(AbstractApplication):
         default=True,
         help_text="Inactive clients cannot obtain tokens, and their existing tokens stop working.",
     )
-    # SMART Backend Services (docs/fhir.md section 6): the public keys of the client's signed assertions.
+    # SMART Backend Services (docs/fhir.md section 7): the public keys of the client's signed assertions.
     jwks_uri = models.CharField(
         max_length=2000,
         blank=True,
@@ -195,7 +195,7 @@ class ApiClient(AbstractApplication):
 
 class ClientAssertion(models.Model):
     """A client assertion (SMART Backend Services) that was accepted: its `jti` is refused again until the
-    assertion has expired (docs/fhir.md section 6). The unique constraint, not a read before the insert, is
+    assertion has expired (docs/fhir.md section 7). The unique constraint, not a read before the insert, is
     what makes two simultaneous uses of one assertion yield one token."""
 
     id = models.BigAutoField(primary_key=True)

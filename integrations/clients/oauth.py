@@ -2,7 +2,7 @@
 
 A client authenticates with its secret (HTTP Basic or the form), or at the token endpoint with a JWT signed
 by a key of its registered JWKS (RFC 7523 `private_key_jwt`, SMART Backend Services: docs/fhir.md
-section 6), and may ask for SMART scopes, which map onto ours. Per-client controls apply to token exchanges
+section 7), and may ask for SMART scopes, which map onto ours. Per-client controls apply to token exchanges
 too: after the client authenticated, a request from an address outside its allow-list is refused (403)
 and the exchange counts against its rate limit (429).
 """

@@ -1,4 +1,4 @@
-"""SMART Backend Services (SMART App Launch 2.x) on this server (docs/fhir.md section 6): the discovery
+"""SMART Backend Services (SMART App Launch 2.x) on this server (docs/fhir.md section 7): the discovery
 document, and the SMART scopes a token request may ask for, mapped onto ours.
 
 Our scopes are per area (`lab:read` reads ServiceRequest, Observation and DiagnosticReport alike) and do not

@@ -1,4 +1,4 @@
-"""SMART Backend Services (docs/fhir.md section 6): discovery, the private_key_jwt client assertion at the
+"""SMART Backend Services (docs/fhir.md section 7): discovery, the private_key_jwt client assertion at the
 token endpoint, SMART scopes mapped onto ours, and JWKS registered inline or by URL.
 
 The client side is independent of the server's JOSE library: assertions are built and signed with PyJWT

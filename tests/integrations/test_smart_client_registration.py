@@ -1,4 +1,4 @@
-"""Registering an API client's JWKS for SMART Backend Services (docs/fhir.md section 6): in the admin and with
+"""Registering an API client's JWKS for SMART Backend Services (docs/fhir.md section 7): in the admin and with
 `manage.py create_api_client --jwks`."""
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from django.utils import timezone
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from oauth2_provider.models import AccessToken
 
+from integrations.clients import jwks
 from integrations.clients.assertions import ASSERTION_TYPE
 from integrations.clients.models import ClientAssertion
 from integrations.clients.services import api_client_create
@@ -33,7 +34,13 @@ from integrations.models import ApiClient
 from integrations.tasks import purge_expired_tokens
 from tests.factories import ApiClientFactory
 from tests.helpers import TOKEN_URL, assert_token_error, bearer, exchange
-from tests.integrations.webhook_receiver import Reply, receiver  # noqa: F401 - a fixture
+from tests.integrations.webhook_receiver import (  # noqa: F401 - fixtures
+    Receiver,
+    Reply,
+    fake_dns,
+    receiver,
+    tls_certificate,
+)
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -642,5 +649,53 @@ def test_a_jwks_url_serving_a_private_key_refuses_every_assertion(client, receiv
     assert body["error_description"] == (
         "The client's JWKS cannot be used: Key 1 holds private key material (d, p, q, dp, dq, qi): register the "
         "public key only, and keep the private key with the client."
+    )
+    nothing_issued()
+
+
+def test_a_jwks_url_over_tls_is_fetched_from_the_checked_address_with_the_host_name_verified(
+    client,
+    settings,
+    monkeypatch,
+    fake_dns,  # noqa: F811
+    tls_certificate,  # noqa: F811
+):
+    cache.clear()
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # the name resolves to 127.0.0.1, where the test server is
+    certificate = tls_certificate("keys.example.com")
+    server = Receiver(tls=certificate.server_context())
+    try:
+        monkeypatch.setattr(jwks, "ca_bundle", lambda: certificate.cert_path)
+        fake_dns.records["keys.example.com"] = ["127.0.0.1"]
+        key = ec_key()
+        server.default = Reply(body=json.dumps({"keys": [public_jwk(key, "e1")]}).encode())
+        url = server.url("/jwks.json", host="keys.example.com")
+        api_client, _ = api_client_create(name="TLS", scopes=["patients:read"], jwks_uri=url)
+
+        response = post_assertion(client, sign(key, api_client.client_id, alg="ES384", kid="e1"))
+
+        assert response.status_code == 200, response.content
+        (request,) = server.requests
+        assert request.server_name == "keys.example.com"  # SNI: the name, though the connection went to the address
+        assert request.headers["host"] == f"keys.example.com:{server.port}"
+        assert fake_dns.lookups == ["keys.example.com"]
+    finally:
+        server.close()
+
+
+def test_a_jwks_url_whose_name_resolves_to_a_private_address_is_refused(client, settings, fake_dns):  # noqa: F811
+    cache.clear()
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = False
+    fake_dns.records["keys.example.com"] = ["10.1.2.3"]
+    api_client, _ = api_client_create(
+        name="Rebound", scopes=["patients:read"], jwks_uri="https://keys.example.com/jwks.json"
+    )
+
+    response = post_assertion(client, sign(rsa_key(), api_client.client_id))
+
+    body = assert_token_error(response, 401, "invalid_client")
+    assert body["error_description"] == (
+        "The client's JWKS cannot be used: The JWKS URL is refused: keys.example.com resolves to a non-public "
+        "address: 10.1.2.3 is a private address (10.0.0.0/8)."
     )
     nothing_issued()

@@ -17,6 +17,7 @@ from typing import Any
 
 import jwt
 import pytest
+import requests
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
@@ -30,7 +31,7 @@ from integrations.clients import jwks
 from integrations.clients.assertions import ASSERTION_TYPE
 from integrations.clients.models import ClientAssertion
 from integrations.clients.services import api_client_create
-from integrations.models import ApiClient
+from integrations.models import ApiClient, AuditLogEntry
 from integrations.tasks import purge_expired_tokens
 from tests.factories import ApiClientFactory
 from tests.helpers import TOKEN_URL, assert_token_error, bearer, exchange
@@ -699,3 +700,67 @@ def test_a_jwks_url_whose_name_resolves_to_a_private_address_is_refused(client, 
         "address: 10.1.2.3 is a private address (10.0.0.0/8)."
     )
     nothing_issued()
+
+
+# --- Audit and a client over real HTTP -----------------------------------------------------------------
+
+
+def test_assertion_exchanges_are_audited_with_the_client_and_never_the_assertion(client, smart_client, rsa_private):
+    api_client = smart_client(["patients:read"])
+    accepted = sign(rsa_private, api_client.client_id)
+    refused = sign(rsa_private, api_client.client_id, kid="nope")
+
+    assert post_assertion(client, accepted).status_code == 200
+    assert post_assertion(client, refused).status_code == 401
+
+    rows = list(AuditLogEntry.objects.order_by("id").values("client_id", "actor", "status", "route", "path"))
+    assert rows == [
+        {"client_id": api_client.pk, "actor": "", "status": 200, "route": "api/v1/auth/token", "path": TOKEN_URL},
+        {
+            "client_id": api_client.pk,
+            "actor": f"client-id-tried:{api_client.client_id}",
+            "status": 401,
+            "route": "api/v1/auth/token",
+            "path": TOKEN_URL,
+        },
+    ]
+    stored = json.dumps(list(AuditLogEntry.objects.values()), default=str)
+    for secret in (accepted, refused, accepted.split(".")[2]):
+        assert secret not in stored
+
+
+def test_a_refused_assertion_of_an_unknown_client_names_the_client_id_it_claimed(client, rsa_private):
+    assert post_assertion(client, sign(rsa_private, "claimed-id")).status_code == 401
+
+    row = AuditLogEntry.objects.get()
+    assert (row.client_id, row.actor, row.status) == (None, "client-id-tried:claimed-id", 401)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_independent_client_discovers_the_token_endpoint_and_reads_over_http(live_server, rsa_private):
+    api_client = ApiClientFactory(
+        allowed_scopes=["patients:read", "appointments:read"],
+        jwks={"keys": [public_jwk(rsa_private, "key-1")]},
+        assertion_only=True,
+    )
+    patient = PatientFactory()
+    session = requests.Session()
+
+    configuration = session.get(live_server.url + SMART_CONFIGURATION_URL).json()
+    token_url = configuration["token_endpoint"]
+    assert token_url == live_server.url + TOKEN_URL
+    now = int(time.time())
+    claims = {"iss": api_client.client_id, "sub": api_client.client_id, "aud": token_url, "exp": now + 300}
+    assertion = jwt.encode(
+        {**claims, "jti": str(uuid.uuid4())}, rsa_private, algorithm="RS384", headers={"kid": "key-1"}
+    )
+    issued = session.post(token_url, data=assertion_form(assertion, scope="system/Patient.rs system/Slot.read"))
+
+    assert issued.status_code == 200, issued.text
+    assert issued.json()["scope"] == "patients:read appointments:read"
+    headers = {"Authorization": f"Bearer {issued.json()['access_token']}"}
+    bundle = session.get(live_server.url + "/fhir/R4/Patient", headers=headers)
+    assert bundle.status_code == 200, bundle.text
+    assert [entry["resource"]["id"] for entry in bundle.json()["entry"]] == [str(patient.pk)]
+    branches = session.get(live_server.url + "/api/v1/branches", headers=headers)
+    assert branches.status_code == 200, branches.text

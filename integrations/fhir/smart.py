@@ -22,26 +22,10 @@ from integrations.clients.assertions import ALGORITHMS
 from integrations.clients.scopes import SCOPES
 from integrations.fhir.registry import RESOURCE_TYPES
 
-RECORD_SCOPE = "emr:read"
 # Every type the server reads, with the scopes that read it, the type's own first (docs/fhir.md section 1).
 # Slot is computed by the views rather than registered, and reads with the appointments.
-_RECORD_TYPES = frozenset(
-    {
-        "Encounter",
-        "Condition",
-        "AllergyIntolerance",
-        "Observation",
-        "DiagnosticReport",
-        "ServiceRequest",
-        "MedicationRequest",
-        "MedicationDispense",
-    }
-)
 TYPE_SCOPES: dict[str, tuple[str, ...]] = {
-    **{
-        name: tuple(dict.fromkeys([resource.scope, *([RECORD_SCOPE] if name in _RECORD_TYPES else [])]))
-        for name, resource in RESOURCE_TYPES.items()
-    },
+    **{name: resource.scopes for name, resource in RESOURCE_TYPES.items()},
     "Slot": ("appointments:read",),
 }
 

@@ -248,6 +248,8 @@ def test_a_lab_type_maps_to_emr_read_for_a_client_allowed_the_record_and_not_lab
 
     assert response.status_code == 200, response.content
     assert response.json()["scope"] == "emr:read"
+    observations = client.get("/fhir/R4/Observation", **bearer(response.json()["access_token"]))
+    assert observations.status_code == 200, observations.content
 
 
 def test_a_client_with_a_jwks_still_obtains_tokens_with_its_secret(client, smart_client):

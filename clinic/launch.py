@@ -227,7 +227,10 @@ def run(port: int) -> int:
         manage("ensure_demo_access", "--base-url", f"http://127.0.0.1:{port}")
         if os.environ["REDIS_URL"]:
             celery = [sys.executable, "-m", "celery", "-A", "clinic"]
-            worker = [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"]
+            # One worker for both queues in development: the default one and Bulk Data exports' own
+            # (production runs a worker per queue, docs/operations.md §1).
+            queues = ["--queues", "celery,fhir-export"]
+            worker = [*celery, "worker", *queues, "--loglevel", "INFO", "--concurrency", "2"]
             children.append(subprocess.Popen(worker, cwd=BASE_DIR))
             children.append(subprocess.Popen([*celery, "beat", "--loglevel", "INFO"], cwd=BASE_DIR))
             say("started a Celery worker and beat")

@@ -215,6 +215,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Two queues (docs/operations.md §1): `celery`, the default, for deliveries, notifications, HL7 sends and
+# housekeeping (the `worker` role), and FHIR_EXPORT_QUEUE for Bulk Data exports alone (the `export-worker`
+# role): an export holds its worker for minutes, and must never make a webhook wait behind it.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+FHIR_EXPORT_QUEUE = "fhir-export"
+# The expiry of export files runs where the files are: the export workers mount their volume.
+CELERY_TASK_ROUTES = {
+    "integrations.tasks.fhir_export_run": {"queue": FHIR_EXPORT_QUEUE},
+    "integrations.tasks.fhir_exports_expire": {"queue": FHIR_EXPORT_QUEUE},
+}
 # Workers and beat log through LOGGING below (request ids, and PostgreSQL's error details redacted), not
 # through handlers of Celery's own that would bypass those filters.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

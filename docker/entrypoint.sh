@@ -4,12 +4,16 @@
 #            migrations are written to be safe while the previous release still serves.
 #   web      gunicorn, never migrating: two pods migrating one database at once crashed one (issue 20). Its
 #            /readyz stays 503 until the migrate role has run. SIGTERM drains (clinic/gunicorn_config.py).
-#   worker   Celery worker.   beat  Celery beat: run one or two; only the lock holder sends (clinic/beat.py).
+#   worker   Celery worker of the default queue `celery`: deliveries, notifications, HL7 sends, housekeeping.
+#   export-worker  Celery worker of the `fhir-export` queue alone (FHIR Bulk Data exports, which run for
+#            minutes): it writes FHIR_EXPORT_DIR, which the web role reads, so both mount the same volume.
+#   beat     Celery beat: run one or two; only the lock holder sends (clinic/beat.py).
 #   dicom-worklist  the DICOM Modality Worklist and MPPS server (manage.py dicom_worklist) on DICOM_PORT
 #            (11112) as DICOM_AE_TITLE (CLINIC_MWL); SIGTERM stops accepting and lets associations finish.
 #   anything else is run as a command.
-# Liveness of worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 = alive), which
-# docker/compose.yaml runs as their healthchecks. .ci/production_roles starts each role through this file.
+# Liveness of worker, export-worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 =
+# alive; every Celery worker keeps the worker heartbeat), which docker/compose.yaml runs as their
+# healthchecks. .ci/production_roles starts each role through this file.
 set -e
 case "$1" in
   migrate)
@@ -31,7 +35,11 @@ case "$1" in
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}"
     ;;
   worker)
-    exec celery -A clinic worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
+    exec celery -A clinic worker --queues celery --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
+    ;;
+  export-worker)
+    exec celery -A clinic worker --queues fhir-export --loglevel "${LOG_LEVEL:-INFO}" \
+      --concurrency "${CELERY_EXPORT_CONCURRENCY:-2}"
     ;;
   hl7-listener)
     # HL7 v2 ORU^R01 results over MLLP (integrations/hl7/listener.py); SIGTERM finishes the messages in hand.

@@ -33,7 +33,7 @@ def production() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_the_base_renders_too() -> None:
-    assert len(render("deploy/kubernetes/base")) == 20
+    assert len(render("deploy/kubernetes/base")) == 22
 
 
 def test_production_holds_every_role_and_the_objects_around_them(production: dict[Any, Any]) -> None:
@@ -41,6 +41,7 @@ def test_production_holds_every_role_and_the_objects_around_them(production: dic
         ("ConfigMap", "clinic-config"),
         ("Deployment", "beat"),
         ("Deployment", "dicom-worklist"),
+        ("Deployment", "export-worker"),
         ("Deployment", "hl7-listener"),
         ("Deployment", "pgbouncer"),
         ("Deployment", "web"),
@@ -53,6 +54,7 @@ def test_production_holds_every_role_and_the_objects_around_them(production: dic
         ("NetworkPolicy", "hl7-listener-ingress"),
         ("NetworkPolicy", "pgbouncer-ingress"),
         ("NetworkPolicy", "web-ingress"),
+        ("PersistentVolumeClaim", "fhir-exports"),
         ("PodDisruptionBudget", "pgbouncer"),
         ("PodDisruptionBudget", "web"),
         ("Service", "dicom-worklist"),
@@ -75,6 +77,7 @@ def test_only_the_migrate_job_migrates_and_each_role_runs_its_entrypoint_role(pr
         for kind, name in [
             ("Deployment", "web"),
             ("Deployment", "worker"),
+            ("Deployment", "export-worker"),
             ("Deployment", "beat"),
             ("Deployment", "dicom-worklist"),
             ("Deployment", "hl7-listener"),
@@ -84,6 +87,7 @@ def test_only_the_migrate_job_migrates_and_each_role_runs_its_entrypoint_role(pr
     assert roles == {
         "web": ["web"],
         "worker": ["worker"],
+        "export-worker": ["export-worker"],
         "beat": ["beat"],
         "dicom-worklist": ["dicom-worklist"],
         "hl7-listener": ["hl7-listener"],
@@ -103,6 +107,32 @@ def test_web_probes_the_probe_paths_and_its_grace_period_covers_the_drain(produc
     for role in ("worker", "beat"):
         probe = _pod(production[("Deployment", role)])["containers"][0]["livenessProbe"]
         assert probe["exec"]["command"] == ["python", "manage.py", "liveness", role]
+    probe = _pod(production[("Deployment", "export-worker")])["containers"][0]["livenessProbe"]
+    assert probe["exec"]["command"] == ["python", "manage.py", "liveness", "worker"]  # a Celery worker too
+
+
+def test_the_export_worker_and_web_share_the_export_files_volume(production: dict[Any, Any]) -> None:
+    """The export-worker writes FHIR_EXPORT_DIR (set in the image), the web pods serve and delete from it."""
+    image_dir = next(
+        line.split("=", 1)[1]
+        for line in (ROOT / "docker/Dockerfile").read_text().splitlines()
+        if line.startswith("ENV FHIR_EXPORT_DIR=")
+    )
+    for role in ("web", "export-worker"):
+        pod = _pod(production[("Deployment", role)])
+        claims = {
+            v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v
+        }
+        mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+        assert claims == {"fhir-exports": "fhir-exports"}, role
+        assert (mounts["fhir-exports"]["mountPath"], mounts["fhir-exports"].get("readOnly", False)) == (
+            image_dir,
+            False,
+        )
+        assert pod["securityContext"]["fsGroup"] == 10001, role  # the app user may write the volume
+    claim = production[("PersistentVolumeClaim", "fhir-exports")]["spec"]
+    assert claim["accessModes"] == ["ReadWriteMany"]  # web pods and export workers on different nodes
+    assert "fhir-exports" not in str(_pod(production[("Deployment", "worker")])["volumes"])  # not theirs
 
 
 def test_every_container_is_non_root_without_privilege_escalation_and_has_resources(

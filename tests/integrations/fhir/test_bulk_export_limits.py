@@ -10,10 +10,12 @@ import uuid
 from typing import Any
 
 import pytest
+import redis
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.test import Client
 
+from clinic.celery import app
 from integrations.fhir import services
 from integrations.fhir.models import ExportJob
 from integrations.models import ApiClient
@@ -128,7 +130,20 @@ def _kick_off_all_at_once(token: str, threads: int) -> list[int]:
     return sorted(statuses)
 
 
+@pytest.fixture
+def jobs_stay_queued() -> Any:
+    """The kick-offs' jobs go to the broker and stay there (no worker here), even where tasks would otherwise
+    run in-process (no Redis): a job run at commit would be over before the next kick-off counted it."""
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    yield
+    app.conf.task_always_eager = previous
+    if django_settings.REDIS_URL:
+        redis.Redis.from_url(django_settings.REDIS_URL).delete(django_settings.FHIR_EXPORT_QUEUE)
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_stay_queued")
 def test_six_kick_offs_at_once_start_exactly_two(token_for: Any) -> None:
     token = token_for(["patients:read"])
 
@@ -137,6 +152,7 @@ def test_six_kick_offs_at_once_start_exactly_two(token_for: Any) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_stay_queued")
 def test_a_kick_off_waits_for_one_in_progress_and_then_counts_it(token_for: Any, settings: Any) -> None:
     """Deterministic: one kick-off holds its transaction open after recording its job; a second one on another
     connection must wait for it (not count the uncommitted row as absent), then sees the limit reached."""

@@ -1,0 +1,94 @@
+"""Bulk Data exports run on a Celery queue of their own (FHIR_EXPORT_QUEUE), so a webhook delivery never
+waits behind one: with a real worker consuming the default queue only, a queued export stays on its queue in
+Redis while a booking's webhook is delivered. The roles that run workers consume what docs/operations.md §1
+says: `worker` the default queue, `export-worker` the export queue, the dev launcher both."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+
+from clinic.celery import app, task_get
+from integrations.fhir import services
+from integrations.fhir.models import ExportJob
+from integrations.webhooks.models import WebhookDelivery
+from tests.appointments.test_booking import DAY, at, book, booking, branch, doctor, patient, writer
+from tests.integrations.webhook_receiver import receiver, subscribe
+from tests.worker import ROOT, celery_worker
+
+__all__ = ["branch", "celery_worker", "doctor", "patient", "receiver", "writer"]
+QUEUE = "fhir-export"
+
+
+@pytest.fixture
+def broker() -> Any:
+    connection = redis.Redis.from_url(settings.REDIS_URL)
+    connection.delete(QUEUE)
+    yield connection
+    connection.delete(QUEUE)
+
+
+def _export_messages(broker: Any) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in broker.lrange(QUEUE, 0, -1)]
+
+
+def test_the_export_queue_is_a_setting_of_its_own_and_the_tasks_are_routed_to_it() -> None:
+    assert settings.FHIR_EXPORT_QUEUE == QUEUE != settings.CELERY_TASK_DEFAULT_QUEUE == "celery"
+    route = app.amqp.router.route
+    assert route({}, services.EXPORT_TASK)["queue"].name == QUEUE
+    assert route({}, "integrations.tasks.fhir_exports_expire")["queue"].name == QUEUE  # the files are there
+    assert route({}, "integrations.tasks.deliver_webhook")["queue"].name == app.conf.task_default_queue
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_export_does_not_hold_up_a_webhook_delivery(
+    client: Any, celery_worker: Any, receiver: Any, broker: Any, token_for: Any, writer: Any, patient: Any, doctor: Any
+) -> None:
+    """The worker thread consumes the default queue (a fresh one for this test) with one slot: were the export
+    routed there, it would take the slot (and run) before the delivery."""
+    subscribe(receiver.url(), ["appointment.booked"])
+    exporter = token_for(["patients:read"])
+    kick_off = client.get(
+        "/fhir/R4/$export?_type=Patient", HTTP_AUTHORIZATION=f"Bearer {exporter}", HTTP_PREFER="respond-async"
+    )
+    assert kick_off.status_code == 202
+
+    book(client, writer, booking(patient, doctor, at(DAY, "09:15"), at(DAY, "09:30")))
+
+    (received,) = receiver.wait_for(1)
+    assert received.headers["webhook-id"]
+    delivery = WebhookDelivery.objects.get()
+    job = ExportJob.objects.get()
+    assert job.status == ExportJob.Status.QUEUED  # no worker of this test consumes the export queue
+    [message] = _export_messages(broker)
+    assert message["headers"]["task"] == services.EXPORT_TASK
+    assert message["headers"]["argsrepr"] == repr((str(job.id),))
+    assert message["properties"]["delivery_info"]["routing_key"] == QUEUE
+    assert delivery.event.type == "appointment.booked"
+
+
+def test_sending_an_export_task_lands_on_the_export_queue_in_redis(broker: Any) -> None:
+    job_id = str(uuid.uuid4())
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    try:
+        task_get(services.EXPORT_TASK).delay(job_id)
+    finally:
+        app.conf.task_always_eager = previous
+
+    [message] = _export_messages(broker)
+    assert (message["headers"]["task"], message["headers"]["argsrepr"]) == (services.EXPORT_TASK, repr((job_id,)))
+
+
+def test_the_roles_consume_their_queues() -> None:
+    entrypoint = (ROOT / "docker/entrypoint.sh").read_text()
+    launcher = (ROOT / "clinic/launch.py").read_text()
+
+    assert 'exec celery -A clinic worker --queues celery --loglevel "${LOG_LEVEL:-INFO}"' in entrypoint
+    assert 'exec celery -A clinic worker --queues fhir-export --loglevel "${LOG_LEVEL:-INFO}"' in entrypoint
+    assert '"--queues", "celery,fhir-export"' in launcher  # make run: one worker, both queues

@@ -39,10 +39,12 @@ from lab.models import (
     LabOrderItem,
     LabResult,
     LabTest,
+    OrderStatus,
     ReferenceRange,
     TestKind,
 )
 from patients.models import Patient
+from patients.selectors import Span, any_of, any_span
 
 # --- Catalogue ---------------------------------------------------------------------------------------------
 # The catalogue is the same at every branch: no branch restriction applies to it.
@@ -438,3 +440,78 @@ def imaging_worklist(query: WorklistQuery, *, limit: int) -> list[WorklistEntry]
         )[:limit]
     )
     return [WorklistEntry(*row) for row in rows]
+
+
+# --- What a FHIR search asks of lab rows (integrations.fhir.registry: Observation, ServiceRequest, -----------
+# DiagnosticReport). A filter is one search parameter's alternatives in the app's own terms: each field given
+# narrows to the rows matching one of its values (None does not narrow); the search ANDs its filters.
+
+ITEM_ACTIVE = ("ordered", "collected", "scheduled", "in_progress")
+ITEM_DONE = ("resulted", "final", "completed")
+
+
+@dataclass(frozen=True)
+class ResultFilter:
+    """Current analyte results (FHIR Observation)."""
+
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    item_ids: tuple[uuid.UUID, ...] | None = None  # the order item (ServiceRequest) it answers
+    loinc_codes: tuple[str, ...] | None = None  # the analyte's
+    statuses: tuple[str, ...] | None = None
+    test_kinds: tuple[str, ...] | None = None
+    performed: tuple[Span, ...] | None = None
+    recorded: tuple[Span, ...] | None = None  # when this version was recorded: the resource's last update
+
+
+def lab_result_condition(where: ResultFilter) -> Q:
+    return (
+        any_of("pk", where.ids)
+        & any_of("item__order__patient_id", where.patient_ids)
+        & any_of("item_id", where.item_ids)
+        & any_of("analyte__loinc_code", where.loinc_codes)
+        & any_of("status", where.statuses)
+        & any_of("item__test__kind", where.test_kinds)
+        & any_span("performed_at", where.performed)
+        & any_span("recorded_at", where.recorded)
+    )
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Order items (FHIR ServiceRequest; DiagnosticReport once resulted). `states`: active (ordered to in
+    progress), completed (resulted to completed), revoked (the item or its order cancelled)."""
+
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    loinc_codes: tuple[str, ...] | None = None  # the test's
+    states: tuple[str, ...] | None = None
+    ordered: tuple[Span, ...] | None = None
+    order_updated: tuple[Span, ...] | None = None
+
+
+def _item_state(state: str) -> Q:
+    cancelled = Q(order__status=OrderStatus.CANCELLED) | Q(status="cancelled")
+    if state == "active":
+        return Q(status__in=ITEM_ACTIVE) & ~cancelled
+    if state == "completed":
+        return Q(status__in=ITEM_DONE) & ~cancelled
+    if state == "revoked":
+        return cancelled
+    return Q(pk__in=[])
+
+
+def lab_item_condition(where: ItemFilter) -> Q:
+    states = Q()
+    if where.states is not None:
+        states = Q(pk__in=[])
+        for state in where.states:
+            states |= _item_state(state)
+    return (
+        any_of("pk", where.ids)
+        & any_of("order__patient_id", where.patient_ids)
+        & any_of("test__loinc_code", where.loinc_codes)
+        & states
+        & any_span("order__created_at", where.ordered)
+        & any_span("order__updated_at", where.order_updated)
+    )

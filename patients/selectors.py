@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery, TextField, UUIDField, Value
+from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField, UUIDField, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Greatest, Replace, Upper
 from django.utils import timezone
@@ -390,3 +390,41 @@ def visible_diagnoses(client: ApiClient) -> QuerySet[Diagnosis]:
 
 def visible_allergies(client: ApiClient) -> QuerySet[Allergy]:
     return Allergy.objects.visible_to(client).filter(entered_in_error=False)
+
+
+# --- Conditions the FHIR search asks of a record's rows (integrations.fhir.registry) ---------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """[start, end) of instants (or of dates, on a date column), either end open; `outside` for everything
+    else. What a FHIR date parameter with a prefix asks of a column, said in the selectors' own terms: the
+    apps' FHIR filters (lab.selectors.ResultFilter and the like) take Spans, never FHIR syntax."""
+
+    start: datetime | date | None = None
+    end: datetime | date | None = None
+    outside: bool = False
+
+    def on(self, column: str) -> Q:
+        within = Q()
+        if self.start is not None:
+            within &= Q(**{f"{column}__gte": self.start})
+        if self.end is not None:
+            within &= Q(**{f"{column}__lt": self.end})
+        return ~within if self.outside else within
+
+
+def any_of(column: str, values: tuple[Any, ...] | None) -> Q:
+    """`column` is one of `values`; no condition when `values` is None (the filter does not ask)."""
+    return Q() if values is None else Q(**{f"{column}__in": values})
+
+
+def any_span(column: str, spans: tuple[Span, ...] | None) -> Q:
+    """`column` falls in any of `spans` (OR); no condition when None."""
+    conditions = [span.on(column) for span in spans or ()]
+    if spans is None or any(not condition for condition in conditions):
+        return Q()  # an unbounded span is every row (and Django's `|` would drop an empty Q)
+    combined = Q(pk__in=[])
+    for condition in conditions:
+        combined |= condition
+    return combined

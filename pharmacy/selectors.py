@@ -4,6 +4,7 @@ always through the calling client's branch restriction."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from clinic.errors import NotFound
 from clinic.models import Branch
 from integrations.models import ApiClient
 from patients.models import Patient
+from patients.selectors import Span, any_of, any_span
 from pharmacy.models import (
     Batch,
     Dispense,
@@ -322,3 +324,52 @@ def visible_dispense_lines(client: ApiClient) -> QuerySet[DispenseLine]:
     """Lines (a FHIR MedicationDispense each) of the visible dispenses made to a known patient: an
     over-the-counter sale to nobody in particular is no part of anyone's record."""
     return DispenseLine.objects.visible_to(client).filter(dispense__patient__isnull=False)
+
+
+# --- What a FHIR search asks of pharmacy rows (integrations.fhir.registry: MedicationRequest,
+# MedicationDispense). A filter is one search parameter's alternatives in the app's own terms: each field
+# given narrows to the rows matching one of its values (None does not narrow); the search ANDs its filters.
+
+
+@dataclass(frozen=True)
+class PrescriptionItemFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    doctor_ids: tuple[uuid.UUID, ...] | None = None
+    statuses: tuple[str, ...] | None = None  # the prescription's
+    drug_codes: tuple[str, ...] | None = None
+    prescribed: tuple[Span, ...] | None = None
+    updated: tuple[Span, ...] | None = None  # the prescription's last update
+
+
+def prescription_item_condition(where: PrescriptionItemFilter) -> Q:
+    return (
+        any_of("pk", where.ids)
+        & any_of("prescription__patient_id", where.patient_ids)
+        & any_of("prescription__doctor_id", where.doctor_ids)
+        & any_of("prescription__status", where.statuses)
+        & any_of("drug__code", where.drug_codes)
+        & any_span("prescription__created_at", where.prescribed)
+        & any_span("prescription__updated_at", where.updated)
+    )
+
+
+@dataclass(frozen=True)
+class DispenseLineFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    prescription_item_ids: tuple[uuid.UUID, ...] | None = None
+    drug_codes: tuple[str, ...] | None = None
+    handed_over: tuple[Span, ...] | None = None
+    updated: tuple[Span, ...] | None = None  # the dispense's last update
+
+
+def dispense_line_condition(where: DispenseLineFilter) -> Q:
+    return (
+        any_of("pk", where.ids)
+        & any_of("dispense__patient_id", where.patient_ids)
+        & any_of("prescription_item_id", where.prescription_item_ids)
+        & any_of("drug__code", where.drug_codes)
+        & any_span("dispense__created_at", where.handed_over)
+        & any_span("dispense__updated_at", where.updated)
+    )

@@ -39,7 +39,7 @@ def capability_statement(base: str) -> dict[str, Any]:
                     for name, param in resource.params.items()
                     if ":" not in name
                 ),
-                LAST_UPDATED,
+                *([] if "_lastUpdated" in resource.params else [LAST_UPDATED]),
             ],
         }
         if resource.includes:

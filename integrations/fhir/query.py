@@ -159,11 +159,11 @@ def parse(resource: ResourceType, params: list[tuple[str, str]], *, lenient: boo
             if value not in request.includes:
                 request.includes.append(value)
             request.used.append((name, value))
-        elif name == "_lastUpdated":
-            request.filters.append(_alternatives(date_filter(resource.updated_field), name, value))
-            request.used.append((name, value))
         elif name in resource.params:
             request.filters.append(_alternatives(resource.params[name].build, name, value))
+            request.used.append((name, value))
+        elif name == "_lastUpdated":  # where the type's own filters do not say it
+            request.filters.append(_alternatives(date_filter(resource.updated_field), name, value))
             request.used.append((name, value))
         else:
             unknown.append(name)

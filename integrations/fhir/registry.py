@@ -24,17 +24,35 @@ from integrations.fhir import mapping
 from integrations.fhir.search import (
     SearchParam,
     code_filter,
+    code_where,
     date_filter,
+    date_where,
     id_filter,
+    id_where,
     reference_filter,
+    reference_where,
     token_parts,
 )
 from integrations.models import ApiClient
 from lab.models import LabResult
-from lab.selectors import visible_lab_items, visible_lab_results
+from lab.selectors import (
+    ItemFilter,
+    ResultFilter,
+    lab_item_condition,
+    lab_result_condition,
+    visible_lab_items,
+    visible_lab_results,
+)
 from patients.identifiers import normalise_abha, normalise_patient_ref
 from patients.selectors import visible_allergies, visible_diagnoses, visible_patients, visible_visits
-from pharmacy.selectors import visible_dispense_lines, visible_prescription_items
+from pharmacy.selectors import (
+    DispenseLineFilter,
+    PrescriptionItemFilter,
+    dispense_line_condition,
+    prescription_item_condition,
+    visible_dispense_lines,
+    visible_prescription_items,
+)
 
 GENDER_SYSTEM = "http://hl7.org/fhir/administrative-gender"
 # The clinical record's scope reads its lab, imaging and medication sections, in FHIR as in
@@ -328,6 +346,18 @@ ALLERGY = ResourceType(
 
 # --- Pharmacy ------------------------------------------------------------------------------------------------
 
+# The pharmacy types' parameters are the pharmacy app's named filters (pharmacy.selectors
+# PrescriptionItemFilter, DispenseLineFilter), turned into conditions by its selectors.
+
+
+def _prescribed(**asked: Any) -> Q:
+    return prescription_item_condition(PrescriptionItemFilter(**asked))
+
+
+def _dispensed(**asked: Any) -> Q:
+    return dispense_line_condition(DispenseLineFilter(**asked))
+
+
 MEDICATION_REQUEST = ResourceType(
     name="MedicationRequest",
     scope="pharmacy:read",
@@ -340,22 +370,35 @@ MEDICATION_REQUEST = ResourceType(
     to_fhir=mapping.medication_request,
     order=("-prescription__created_at", "prescription_id", "position", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("prescription__patient_id"),
-        "subject": SearchParam(reference_filter("prescription__patient_id", "Patient"), "reference", "Patient/<id>."),
+        "_id": SearchParam(id_where(lambda key: _prescribed(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _prescribed(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "subject": SearchParam(
+            reference_where("Patient", lambda key: _prescribed(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
         "status": SearchParam(
-            code_filter(
-                "prescription__status",
+            code_where(
+                lambda status: _prescribed(statuses=(status,)),
                 ("http://hl7.org/fhir/CodeSystem/medicationrequest-status",),
                 mapping.MEDICATION_REQUEST_STATUS_SEARCH,
             ),
             "token",
             "active | completed | cancelled",
         ),
-        "authoredon": SearchParam(date_filter("prescription__created_at"), "date", "When prescribed."),
-        "code": SearchParam(code_filter("drug__code", (mapping.system("drug"),)), "token", "The drug's code."),
+        "authoredon": SearchParam(date_where(lambda span: _prescribed(prescribed=(span,))), "date", "When prescribed."),
+        "code": SearchParam(
+            code_where(lambda code: _prescribed(drug_codes=(code,)), (mapping.system("drug"),)),
+            "token",
+            "The drug's code.",
+        ),
         "requester": SearchParam(
-            reference_filter("prescription__doctor_id", "Practitioner"), "reference", "Practitioner/<id>."
+            reference_where("Practitioner", lambda key: _prescribed(doctor_ids=(key,))),
+            "reference",
+            "Practitioner/<id>.",
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _prescribed(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
         ),
     },
     sorts={"authoredon": "prescription__created_at"},
@@ -373,14 +416,29 @@ MEDICATION_DISPENSE = ResourceType(
     to_fhir=mapping.medication_dispense,
     order=("-dispense__created_at", "dispense_id", "position", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("dispense__patient_id"),
-        "subject": SearchParam(reference_filter("dispense__patient_id", "Patient"), "reference", "Patient/<id>."),
-        "prescription": SearchParam(
-            reference_filter("prescription_item_id", "MedicationRequest"), "reference", "MedicationRequest/<id>."
+        "_id": SearchParam(id_where(lambda key: _dispensed(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _dispensed(patient_ids=(key,))), "reference", "Patient/<id>."
         ),
-        "whenhandedover": SearchParam(date_filter("dispense__created_at"), "date", "When handed over."),
-        "code": SearchParam(code_filter("drug__code", (mapping.system("drug"),)), "token", "The drug's code."),
+        "subject": SearchParam(
+            reference_where("Patient", lambda key: _dispensed(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "prescription": SearchParam(
+            reference_where("MedicationRequest", lambda key: _dispensed(prescription_item_ids=(key,))),
+            "reference",
+            "MedicationRequest/<id>.",
+        ),
+        "whenhandedover": SearchParam(
+            date_where(lambda span: _dispensed(handed_over=(span,))), "date", "When handed over."
+        ),
+        "code": SearchParam(
+            code_where(lambda code: _dispensed(drug_codes=(code,)), (mapping.system("drug"),)),
+            "token",
+            "The drug's code.",
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _dispensed(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
     },
     sorts={"whenhandedover": "dispense__created_at"},
     patient_field="dispense__patient_id",
@@ -390,31 +448,39 @@ MEDICATION_DISPENSE = ResourceType(
 
 # --- Laboratory and imaging ----------------------------------------------------------------------------------
 
-_ITEM_ACTIVE = ("ordered", "collected", "scheduled", "in_progress")
-_ITEM_DONE = ("resulted", "final", "completed")
+# The lab types' parameters are the lab app's named filters (lab.selectors.ResultFilter, ItemFilter): the
+# app's selectors turn them into conditions on its own rows, so no lab column is named here.
+
+
+def _results(**asked: Any) -> Q:
+    return lab_result_condition(ResultFilter(**asked))
+
+
+def _items(**asked: Any) -> Q:
+    return lab_item_condition(ItemFilter(**asked))
 
 
 def _service_request_status(raw: str, name: str) -> Q:
     system, code = token_parts(name, raw)
     if system is not None and system != "http://hl7.org/fhir/request-status":
         return Q(pk__in=[])
-    cancelled = Q(order__status="cancelled") | Q(status="cancelled")
-    if not code:
-        return Q()
-    if code == "active":
-        return Q(status__in=_ITEM_ACTIVE) & ~cancelled
-    if code == "completed":
-        return Q(status__in=_ITEM_DONE) & ~cancelled
-    if code == "revoked":
-        return cancelled
-    return Q(pk__in=[])
+    return _items(states=(code,)) if code else Q()
 
 
 _ITEM_PARAMS = {
-    "_id": _id(),
-    "patient": _patient("order__patient_id"),
-    "subject": SearchParam(reference_filter("order__patient_id", "Patient"), "reference", "Patient/<id>."),
-    "code": SearchParam(code_filter("test__loinc_code", (mapping.LOINC,)), "token", "The test's LOINC code."),
+    "_id": SearchParam(id_where(lambda key: _items(ids=(key,))), "token", "The resource id."),
+    "patient": SearchParam(
+        reference_where("Patient", lambda key: _items(patient_ids=(key,))), "reference", "The patient: Patient/<id>."
+    ),
+    "subject": SearchParam(
+        reference_where("Patient", lambda key: _items(patient_ids=(key,))), "reference", "Patient/<id>."
+    ),
+    "code": SearchParam(
+        code_where(lambda code: _items(loinc_codes=(code,)), (mapping.LOINC,)), "token", "The test's LOINC code."
+    ),
+    "_lastUpdated": SearchParam(
+        date_where(lambda span: _items(order_updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+    ),
 }
 SERVICE_REQUEST = ResourceType(
     name="ServiceRequest",
@@ -428,7 +494,7 @@ SERVICE_REQUEST = ResourceType(
     params={
         **_ITEM_PARAMS,
         "status": SearchParam(_service_request_status, "token", "active | completed | revoked"),
-        "authored": SearchParam(date_filter("order__created_at"), "date", "When ordered."),
+        "authored": SearchParam(date_where(lambda span: _items(ordered=(span,))), "date", "When ordered."),
     },
     sorts={"authored": "order__created_at"},
     patient_field="order__patient_id",
@@ -455,20 +521,37 @@ OBSERVATION = ResourceType(
     to_fhir=mapping.observation,
     order=("-performed_at", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("item__order__patient_id"),
-        "subject": SearchParam(reference_filter("item__order__patient_id", "Patient"), "reference", "Patient/<id>."),
-        "code": SearchParam(code_filter("analyte__loinc_code", (mapping.LOINC,)), "token", "The LOINC code (718-7)."),
-        "date": SearchParam(date_filter("performed_at"), "date", "When performed."),
+        "_id": SearchParam(id_where(lambda key: _results(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _results(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "subject": SearchParam(
+            reference_where("Patient", lambda key: _results(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "code": SearchParam(
+            code_where(lambda code: _results(loinc_codes=(code,)), (mapping.LOINC,)), "token", "The LOINC code (718-7)."
+        ),
+        "date": SearchParam(date_where(lambda span: _results(performed=(span,))), "date", "When performed."),
         "status": SearchParam(
-            code_filter("status", ("http://hl7.org/fhir/observation-status",)), "token", "preliminary | final | amended"
+            code_where(lambda code: _results(statuses=(code,)), ("http://hl7.org/fhir/observation-status",)),
+            "token",
+            "preliminary | final | amended",
         ),
         "category": SearchParam(
-            code_filter("item__test__kind", (mapping.OBSERVATION_CATEGORY,), {"laboratory": "lab"}),
+            code_where(
+                lambda kind: _results(test_kinds=(kind,)), (mapping.OBSERVATION_CATEGORY,), {"laboratory": "lab"}
+            ),
             "token",
             "laboratory",
         ),
-        "based-on": SearchParam(reference_filter("item_id", "ServiceRequest"), "reference", "ServiceRequest/<id>."),
+        "based-on": SearchParam(
+            reference_where("ServiceRequest", lambda key: _results(item_ids=(key,))),
+            "reference",
+            "ServiceRequest/<id>.",
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _results(recorded=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
     },
     sorts={"date": "performed_at"},
     patient_field="item__order__patient_id",
@@ -496,7 +579,9 @@ DIAGNOSTIC_REPORT = ResourceType(
     order=("-order__created_at", "order_id", "position", "id"),
     params={
         **_ITEM_PARAMS,
-        "based-on": SearchParam(reference_filter("pk", "ServiceRequest"), "reference", "ServiceRequest/<id>."),
+        "based-on": SearchParam(
+            reference_where("ServiceRequest", lambda key: _items(ids=(key,))), "reference", "ServiceRequest/<id>."
+        ),
     },
     sorts={"date": "order__created_at"},
     patient_field="order__patient_id",

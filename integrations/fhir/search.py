@@ -18,12 +18,14 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db.models import Q
 
 from integrations.fhir.outcome import FhirError
+from patients.selectors import Span
 
 # ASCII digits only ([0-9], not \d, which matches other scripts' digits too).
 _DATE = re.compile(
@@ -96,42 +98,43 @@ def parse_date(name: str, raw: str) -> DateRange:
     return DateRange(prefix=parts.get("prefix", "eq"), lo=lo, hi=hi, is_date="hour" not in parts)
 
 
-def _bounds_q(field: str, value: DateRange, lo: object, hi: object) -> Q:
+def span(value: DateRange, lo: datetime | date, hi: datetime | date, margin: timedelta = timedelta(0)) -> Span:
+    """The span of a point-valued column that a prefixed date asks for (the module's docstring)."""
     prefix = value.prefix
     if prefix == "eq":
-        return Q(**{f"{field}__gte": lo, f"{field}__lt": hi})
+        return Span(lo, hi)
     if prefix == "ne":
-        return ~Q(**{f"{field}__gte": lo, f"{field}__lt": hi})
+        return Span(lo, hi, outside=True)
     if prefix in ("lt", "eb"):
-        return Q(**{f"{field}__lt": lo})
+        return Span(end=lo)
     if prefix == "le":
-        return Q(**{f"{field}__lt": hi})
+        return Span(end=hi)
     if prefix in ("gt", "sa"):
-        return Q(**{f"{field}__gte": hi})
-    return Q(**{f"{field}__gte": lo})  # ge
+        return Span(start=hi)
+    if prefix == "ap":
+        return Span(lo - margin, hi + margin)
+    return Span(start=lo)  # ge
 
 
-def date_filter(field: str, *, date_only: bool = False) -> Filter:
-    """A `date` parameter on a timestamp column (`date_only`: on a date column such as date_of_birth)."""
+def date_where(where: Callable[[Span], Q], *, date_only: bool = False) -> Filter:
+    """A `date` parameter: the owning selector's condition for the span asked (`date_only`: a date column,
+    such as date_of_birth, which takes a date without a time)."""
 
     def build(raw: str, name: str) -> Q:
         value = parse_date(name, raw)
-        if date_only:
-            if not value.is_date:
-                raise bad(name, "takes a date without a time.")
-            lo, hi = value.lo.date(), value.hi.date()
-        else:
-            lo, hi = value.lo, value.hi
-        if value.prefix == "ap":
-            now = datetime.now(UTC)
-            margin = abs(now - value.lo) / 10
-            if date_only:
-                margin_days = timedelta(days=margin.days)
-                return Q(**{f"{field}__gte": lo - margin_days, f"{field}__lt": hi + margin_days})
-            return Q(**{f"{field}__gte": lo - margin, f"{field}__lt": hi + margin})
-        return _bounds_q(field, value, lo, hi)
+        margin = abs(datetime.now(UTC) - value.lo) / 10 if value.prefix == "ap" else timedelta(0)
+        if not date_only:
+            return where(span(value, value.lo, value.hi, margin))
+        if not value.is_date:
+            raise bad(name, "takes a date without a time.")
+        return where(span(value, value.lo.date(), value.hi.date(), timedelta(days=margin.days)))
 
     return build
+
+
+def date_filter(field: str, *, date_only: bool = False) -> Filter:
+    """A `date` parameter on a column of the searched rows themselves."""
+    return date_where(lambda asked: asked.on(field), date_only=date_only)
 
 
 def token(raw: str) -> tuple[str | None, str]:
@@ -164,22 +167,35 @@ def uuid_or_none(key: str | None) -> uuid.UUID | None:
         return None
 
 
-def reference_filter(field: str, target: str) -> Filter:
-    """A reference to one of our rows by id (a UUID); anything else matches nothing."""
+def _equals(field: str) -> Callable[[Any], Q]:
+    return lambda value: Q(**{field: value})
+
+
+def reference_where(target: str, where: Callable[[uuid.UUID], Q]) -> Filter:
+    """A reference to one of our rows by id (a UUID): the owning selector's condition for that id; anything
+    else matches nothing."""
 
     def build(raw: str, name: str) -> Q:
         key = uuid_or_none(reference_id(raw, target))
-        return Q(**{field: key}) if key is not None else Q(pk__in=[])
+        return where(key) if key is not None else Q(pk__in=[])
+
+    return build
+
+
+def reference_filter(field: str, target: str) -> Filter:
+    return reference_where(target, _equals(field))
+
+
+def id_where(where: Callable[[uuid.UUID], Q]) -> Filter:
+    def build(raw: str, name: str) -> Q:
+        key = uuid_or_none(raw)
+        return where(key) if key is not None else Q(pk__in=[])
 
     return build
 
 
 def id_filter(field: str = "pk") -> Filter:
-    def build(raw: str, name: str) -> Q:
-        key = uuid_or_none(raw)
-        return Q(**{field: key}) if key is not None else Q(pk__in=[])
-
-    return build
+    return id_where(_equals(field))
 
 
 def token_parts(name: str, raw: str) -> tuple[str | None, str]:
@@ -190,13 +206,18 @@ def token_parts(name: str, raw: str) -> tuple[str | None, str]:
     return system_part, code
 
 
-def code_filter(
-    field: str, systems: tuple[str, ...], mapping: Mapping[str, str] | None = None, *, in_system: Q | None = None
+def code_where(
+    where: Callable[[str], Q],
+    systems: tuple[str, ...],
+    mapping: Mapping[str, str] | None = None,
+    *,
+    in_system: Q | None = None,
 ) -> Filter:
-    """A token on a coded column whose codes the server always emits under one of `systems`:
-    `code` the code in any of them (mapped to ours when `mapping` is given); `system|code` the code, when the
-    system is one of ours (else nothing); `system|` every row coded in that system (`in_system`, or every
-    row); `|code` a code without a system, which no row of ours has: nothing."""
+    """A token on codes the server always emits under one of `systems`: `code` the code in any of them
+    (mapped to ours when `mapping` is given; `where` is the owning selector's condition for one of our
+    codes); `system|code` the code, when the system is one of ours (else nothing); `system|` every row
+    coded in that system (`in_system`, or every row); `|code` a code without a system, which no row of ours
+    has: nothing."""
 
     def build(raw: str, name: str) -> Q:
         system_part, code = token_parts(name, raw)
@@ -206,10 +227,17 @@ def code_filter(
             return in_system if in_system is not None else Q()
         if mapping is not None:
             ours = mapping.get(code)
-            return Q(**{field: ours}) if ours is not None else Q(pk__in=[])
-        return Q(**{field: code})
+            return where(ours) if ours is not None else Q(pk__in=[])
+        return where(code)
 
     return build
+
+
+def code_filter(
+    field: str, systems: tuple[str, ...], mapping: Mapping[str, str] | None = None, *, in_system: Q | None = None
+) -> Filter:
+    """A token on a column of the searched rows themselves (code_where)."""
+    return code_where(_equals(field), systems, mapping, in_system=in_system)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,12 @@ says: `worker` the default queue, `export-worker` the export queue, the dev laun
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,10 +90,29 @@ def test_sending_an_export_task_lands_on_the_export_queue_in_redis(broker: Any) 
     assert (message["headers"]["task"], message["headers"]["argsrepr"]) == (services.EXPORT_TASK, repr((job_id,)))
 
 
-def test_the_roles_consume_their_queues() -> None:
-    entrypoint = (ROOT / "docker/entrypoint.sh").read_text()
+@pytest.mark.parametrize(("role", "queues"), [("worker", ["celery"]), ("export-worker", [QUEUE])])
+def test_each_worker_role_of_the_entrypoint_consumes_its_queues_only(role: str, queues: list[str]) -> None:
+    """The role started as the image starts it (docker/entrypoint.sh), asked by Celery's remote control."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "CELERY_CONCURRENCY": "1"}
+    env["CELERY_EXPORT_CONCURRENCY"] = "1"
+    process = subprocess.Popen(  # noqa: S603 - the entrypoint and a fixed role
+        [str(ROOT / "docker/entrypoint.sh"), role], cwd=ROOT, env=env, start_new_session=True
+    )
+    try:
+        consumed: dict[str, Any] | None = None
+        for _ in range(60):
+            consumed = app.control.inspect(timeout=1.0).active_queues()
+            if consumed:
+                break
+        assert consumed is not None, f"the {role} role did not answer"
+        [(node, active)] = consumed.items()
+        assert sorted(queue["name"] for queue in active) == queues, node
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+
+
+def test_make_run_starts_one_worker_for_both_queues() -> None:
     launcher = (ROOT / "clinic/launch.py").read_text()
 
-    assert 'exec celery -A clinic worker --queues celery --loglevel "${LOG_LEVEL:-INFO}"' in entrypoint
-    assert 'exec celery -A clinic worker --queues fhir-export --loglevel "${LOG_LEVEL:-INFO}"' in entrypoint
-    assert '"--queues", "celery,fhir-export"' in launcher  # make run: one worker, both queues
+    assert '"--queues", "celery,fhir-export"' in launcher

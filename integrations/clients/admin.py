@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from clinic.api.context import request_context
 from integrations.clients.jwks import JwksRefused, jwks_fetch
+from integrations.clients.models import validate_jwks_url
 from integrations.clients.scopes import SCOPE_CHOICES
 from integrations.clients.services import api_client_create, api_client_rotate_secret, api_client_set_active
 from integrations.models import (
@@ -49,6 +50,13 @@ class NetworkLinesField(LinesField):
             raise forms.ValidationError(errors)
 
 
+class JwksField(forms.JSONField):
+    """The JWKS as JSON text; empty when the client has none (Django's field would show `null`)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value is None else super().prepare_value(value)
+
+
 class ApiClientForm(forms.ModelForm):
     allowed_scopes = forms.MultipleChoiceField(
         choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
@@ -57,6 +65,12 @@ class ApiClientForm(forms.ModelForm):
         required=False,
         label="IP allow-list",
         help_text="One address or CIDR per line (IPv4 or IPv6). Empty: any address.",
+    )
+    jwks = JwksField(
+        required=False,
+        label="JWKS",
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        help_text=ApiClient._meta.get_field("jwks").help_text,
     )
 
     class Meta:
@@ -75,7 +89,6 @@ class ApiClientForm(forms.ModelForm):
             "jwks",
             "assertion_only",
         ]
-        widgets = {"jwks": forms.Textarea(attrs={"rows": 6, "cols": 80})}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -83,13 +96,20 @@ class ApiClientForm(forms.ModelForm):
         if default is not None and branches and default not in branches:
             self.add_error("default_branch", "Choose one of the client's branches (or none).")
         url = cleaned.get("jwks_uri")
-        if url and "jwks_uri" in self.changed_data and not self.has_error("jwks_uri"):
-            # A URL must serve a valid set when it is registered, not first when an assertion arrives.
-            try:
-                jwks_fetch(url)
-            except JwksRefused as exc:
-                self.add_error("jwks_uri", str(exc))
+        if url and "jwks_uri" in self.changed_data:
+            self._check_jwks_url(url)
         return cleaned
+
+    def _check_jwks_url(self, url: str) -> None:
+        """A URL must serve a valid set when it is registered, not first when an assertion arrives."""
+        try:
+            validate_jwks_url(url)
+        except forms.ValidationError:
+            return  # the model's validation reports it, once
+        try:
+            jwks_fetch(url)
+        except JwksRefused as exc:
+            self.add_error("jwks_uri", str(exc))
 
 
 class ApiClientAdmin(admin.ModelAdmin):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -184,3 +185,23 @@ def test_create_api_client_refuses_bad_keys_and_creates_nothing(tmp_path: Path, 
     assert str(refused.value) == message
     assert ApiClient.objects.count() == 0
     assert AccessToken.objects.count() == 0
+
+
+def test_the_admin_refuses_a_plain_http_jwks_url_in_production_once(admin_client, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = False
+
+    response = admin_client.post(ADD_URL, form(jwks_uri="http://keys.example.com/jwks.json"))
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"jwks_uri": ["The URL must use https."]}
+    assert ApiClient.objects.count() == 0
+
+
+def test_the_change_page_shows_an_empty_jwks_for_a_client_without_one(admin_client):
+    api_client = ApiClientFactory(allowed_scopes=["patients:read"])
+
+    response = admin_client.get(change_url(api_client))
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form["jwks"].value() in (None, "")
+    assert re.search(r'<textarea name="jwks"[^>]*>\s*</textarea>', response.content.decode())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from appointments.models import Appointment
 from clinic.errors import FieldError, NotFound
@@ -13,6 +14,7 @@ from clinic.models import Branch, Doctor
 from clinic.selectors import doctor_branches_visible
 from integrations.models import ApiClient
 from patients.models import Patient
+from patients.selectors import Span, any_of, any_span
 
 
 def doctor_branch_resolve(*, client: ApiClient, doctor: Doctor, branch_id: uuid.UUID | None) -> Branch:
@@ -96,3 +98,30 @@ def appointment_list(
     if status is not None:
         appointments = appointments.filter(status=status)
     return appointments.order_by("slot_start", "id")
+
+
+# --- What a FHIR Appointment search asks (integrations.fhir.registry): one search parameter's alternatives
+# in the app's own terms; each field given narrows to the rows matching one of its values (None does not).
+
+
+@dataclass(frozen=True)
+class AppointmentFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    doctor_ids: tuple[uuid.UUID, ...] | None = None
+    branch_ids: tuple[uuid.UUID, ...] | None = None
+    statuses: tuple[str, ...] | None = None
+    starts: tuple[Span, ...] | None = None
+    updated: tuple[Span, ...] | None = None
+
+
+def appointment_condition(where: AppointmentFilter) -> Q:
+    return (
+        any_of("pk", where.ids)
+        & any_of("patient_id", where.patient_ids)
+        & any_of("doctor_id", where.doctor_ids)
+        & any_of("branch_id", where.branch_ids)
+        & any_of("status", where.statuses)
+        & any_span("slot_start", where.starts)
+        & any_span("updated_at", where.updated)
+    )

@@ -7,6 +7,7 @@ patient_search() applies the client's restriction and the list filters to it and
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -17,11 +18,12 @@ from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField, UUIDField, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Greatest, Replace, Upper
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch
-from clinic.text import has_non_ascii_digit
+from clinic.text import has_non_ascii_digit, like_prefix
 from clinic.visibility import client_branch_ids, client_sees_branch
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
@@ -428,3 +430,140 @@ def any_span(column: str, spans: tuple[Span, ...] | None) -> Q:
     for condition in conditions:
         combined |= condition
     return combined
+
+
+# What a FHIR search asks of the record's rows (Patient, Encounter, Condition, AllergyIntolerance). A filter
+# is one search parameter's alternatives in the app's own terms: each field given narrows to the rows
+# matching one of its values (None does not narrow); the search ANDs its filters.
+
+# The distinct full names holding a word that starts with the value: through the dictionary of name words
+# (a few thousand rows at a million patients, kept by triggers; patients.search explains the tables), then
+# the patients through the (search_name, registered_at) index. A trigram regex over search_name finds the
+# same patients, but must visit each one's heap row; the words are read index-only.
+_NAMES_WITH_WORD = (
+    "SELECT part.name FROM patients_namepart part JOIN patients_nameword word ON word.word = part.word "
+    "WHERE word.word LIKE %s"
+)
+
+
+@dataclass(frozen=True)
+class PatientFilter:
+    """`name_starts`: a name part starting with the text (several words: from a word start, in order);
+    `patient_refs` normalised (normalise_patient_ref), `abha_numbers` 14 digits, `phone_tails` digits."""
+
+    ids: tuple[uuid.UUID, ...] | None = None
+    has_abha: bool | None = None
+    abha_numbers: tuple[str, ...] | None = None
+    patient_refs: tuple[str, ...] | None = None
+    name_starts: tuple[str, ...] | None = None
+    name_contains: tuple[str, ...] | None = None
+    name_exact: tuple[str, ...] | None = None
+    born: tuple[Span, ...] | None = None
+    genders: tuple[str, ...] | None = None
+    phone_tails: tuple[str, ...] | None = None
+    updated: tuple[Span, ...] | None = None
+
+
+def _name_starts(text: str) -> Q:
+    words = text.strip().lower().split()
+    if not words:
+        return Q()
+    if len(words) > 1:
+        return Q(search_name__regex=r"(^| )" + re.escape(" ".join(words)))  # patient_name_trgm
+    return Q(search_name__in=RawSQL(_NAMES_WITH_WORD, [like_prefix(words[0])]))  # noqa: S611 - fixed SQL
+
+
+def _each(values: tuple[str, ...] | None, condition: Any) -> Q:
+    if values is None:
+        return Q()
+    found = [condition(value) for value in values]
+    if any(not part for part in found):
+        return Q()
+    combined = Q(pk__in=[])
+    for part in found:
+        combined |= part
+    return combined
+
+
+def patient_condition(where: PatientFilter) -> Q:
+    has_abha = Q() if where.has_abha is None else Q(national_health_id__isnull=not where.has_abha)
+    refs = Q()
+    if where.patient_refs is not None:
+        refs = Q(Exact(Upper(Replace("patient_id", Value("-"), Value(""))), where.patient_refs[0]))
+        for ref in where.patient_refs[1:]:
+            refs |= Q(Exact(Upper(Replace("patient_id", Value("-"), Value(""))), ref))
+    return (
+        any_of("pk", where.ids)
+        & has_abha
+        & any_of("national_health_id", where.abha_numbers)
+        & refs
+        & _each(where.name_starts, _name_starts)
+        & _each(where.name_contains, lambda text: Q(search_name__contains=text.strip().lower()))
+        & _each(where.name_exact, lambda text: Q(first_name=text) | Q(last_name=text) | Q(search_name=text.lower()))
+        & any_span("date_of_birth", where.born)
+        & any_of("gender", where.genders)
+        & _each(where.phone_tails, lambda digits: Q(phone_digits_reversed__startswith=digits[::-1]))
+        & any_span("updated_at", where.updated)
+    )
+
+
+@dataclass(frozen=True)
+class VisitFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    doctor_ids: tuple[uuid.UUID, ...] | None = None
+    types: tuple[str, ...] | None = None
+    started: tuple[Span, ...] | None = None
+    updated: tuple[Span, ...] | None = None
+
+
+def visit_condition(where: VisitFilter) -> Q:
+    return (
+        any_of("pk", where.ids)
+        & any_of("patient_id", where.patient_ids)
+        & any_of("doctor_id", where.doctor_ids)
+        & any_of("type", where.types)
+        & any_span("start", where.started)
+        & any_span("updated_at", where.updated)
+    )
+
+
+@dataclass(frozen=True)
+class DiagnosisFilter:
+    """`icd10`: True for the ICD-10 rows (however the row spells "ICD-10"), False for the others, whose
+    `systems` are the rows' own system names."""
+
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    statuses: tuple[str, ...] | None = None
+    codes: tuple[str, ...] | None = None
+    icd10: bool | None = None
+    systems: tuple[str, ...] | None = None
+    onset: tuple[Span, ...] | None = None
+    updated: tuple[Span, ...] | None = None
+
+
+def diagnosis_condition(where: DiagnosisFilter) -> Q:
+    is_icd10 = Q(Exact(Upper(Replace("system", Value("-"), Value(""))), "ICD10"))
+    icd10 = Q() if where.icd10 is None else is_icd10 if where.icd10 else ~is_icd10
+    return (
+        any_of("pk", where.ids)
+        & any_of("patient_id", where.patient_ids)
+        & any_of("status", where.statuses)
+        & any_of("code", where.codes)
+        & icd10
+        & any_of("system", where.systems)
+        & any_span("onset_date", where.onset)
+        & any_span("updated_at", where.updated)
+    )
+
+
+@dataclass(frozen=True)
+class AllergyFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    patient_ids: tuple[uuid.UUID, ...] | None = None
+    updated: tuple[Span, ...] | None = None
+
+
+def allergy_condition(where: AllergyFilter) -> Q:
+    return any_of("pk", where.ids) & any_of("patient_id", where.patient_ids) & any_span("updated_at", where.updated)

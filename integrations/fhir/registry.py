@@ -6,30 +6,22 @@ the audit row and the Patient compartment of $everything and $export)."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Value
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Replace, Upper
-from django.db.models.lookups import Exact
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
-from appointments.selectors import visible_appointments
+from appointments.selectors import AppointmentFilter, appointment_condition, visible_appointments
 from clinic.models import Branch
 from clinic.selectors import branch_list, visible_doctors
-from clinic.text import like_prefix
 from integrations.fhir import mapping
 from integrations.fhir.search import (
     SearchParam,
-    code_filter,
     code_where,
-    date_filter,
     date_where,
     id_filter,
     id_where,
-    reference_filter,
     reference_where,
     token_parts,
 )
@@ -44,7 +36,20 @@ from lab.selectors import (
     visible_lab_results,
 )
 from patients.identifiers import normalise_abha, normalise_patient_ref
-from patients.selectors import visible_allergies, visible_diagnoses, visible_patients, visible_visits
+from patients.selectors import (
+    AllergyFilter,
+    DiagnosisFilter,
+    PatientFilter,
+    VisitFilter,
+    allergy_condition,
+    diagnosis_condition,
+    patient_condition,
+    visible_allergies,
+    visible_diagnoses,
+    visible_patients,
+    visible_visits,
+    visit_condition,
+)
 from pharmacy.selectors import (
     DispenseLineFilter,
     PrescriptionItemFilter,
@@ -93,11 +98,15 @@ def _id() -> SearchParam:
     return SearchParam(id_filter(), "token", "The resource id.")
 
 
-def _patient(field_name: str) -> SearchParam:
-    return SearchParam(reference_filter(field_name, "Patient"), "reference", "The patient: Patient/<id>.")
-
-
 # --- Patient -------------------------------------------------------------------------------------------------
+
+
+# The record's types' parameters are the patients app's named filters (patients.selectors PatientFilter,
+# VisitFilter, DiagnosisFilter, AllergyFilter), turned into conditions by its selectors.
+
+
+def _patients(**asked: Any) -> Q:
+    return patient_condition(PatientFilter(**asked))
 
 
 def _identifier(raw: str, name: str) -> Q:
@@ -109,59 +118,22 @@ def _identifier(raw: str, name: str) -> Q:
     if system == "":
         return Q(pk__in=[])
     if system == mapping.ABHA_SYSTEM and not value:
-        return Q(national_health_id__isnull=False)
+        return _patients(has_abha=True)
     if system == mapping.system("patient-id") and not value:
         return Q()
-    wanted: list[Q] = []
+    wanted = Q(pk__in=[])
     if system in (None, mapping.ABHA_SYSTEM):
         with contextlib.suppress(ValueError):
-            wanted.append(Q(national_health_id=normalise_abha(value)))
+            wanted |= _patients(abha_numbers=(normalise_abha(value),))
     if system in (None, mapping.system("patient-id")):
-        key = Upper(Replace("patient_id", Value("-"), Value("")))
-        wanted.append(Q(Exact(key, normalise_patient_ref(value))))
-    if not wanted:
-        return Q(pk__in=[])
-    combined = wanted[0]
-    for extra in wanted[1:]:
-        combined |= extra
-    return combined
-
-
-# The distinct full names holding a word that starts with the value: through the dictionary of name words
-# (a few thousand rows at a million patients, kept by triggers; patients.search explains the tables), then
-# the patients through the (search_name, registered_at) index. A trigram regex over search_name finds the
-# same patients, but must visit each one's heap row; the words are read index-only.
-_NAMES_WITH_WORD = (
-    "SELECT part.name FROM patients_namepart part JOIN patients_nameword word ON word.word = part.word "
-    "WHERE word.word LIKE %s"
-)
-
-
-def _name(raw: str, name: str) -> Q:
-    """FHIR's default string match: a name part starting with the value, ignoring case (search_name is the
-    lower-case "first last"). A value of several words matches names containing it from a word start."""
-    text = raw.strip().lower()
-    if not text:
-        return Q()
-    if any(ch.isspace() for ch in text):
-        return Q(search_name__regex=r"(^| )" + re.escape(" ".join(text.split())))  # patient_name_trgm
-    return Q(search_name__in=RawSQL(_NAMES_WITH_WORD, [like_prefix(text)]))  # noqa: S611 - fixed SQL, a parameter
-
-
-def _name_contains(raw: str, name: str) -> Q:
-    return Q(search_name__contains=raw.strip().lower())
-
-
-def _name_exact(raw: str, name: str) -> Q:
-    return Q(first_name=raw) | Q(last_name=raw) | Q(search_name=raw.lower())
+        wanted |= _patients(patient_refs=(normalise_patient_ref(value),))
+    return wanted
 
 
 def _phone(raw: str, name: str) -> Q:
-    # The digits' tail, as the REST search: phone_digits_reversed by prefix (patient_phone_tail index).
+    # The digits' tail, as the REST search (the patient_phone_tail index); fewer than 4 digits match nobody.
     digits = "".join(ch for ch in raw if "0" <= ch <= "9")
-    if len(digits) < 4:
-        return Q(pk__in=[])
-    return Q(phone_digits_reversed__startswith=digits[::-1])
+    return _patients(phone_tails=(digits,)) if len(digits) >= 4 else Q(pk__in=[])
 
 
 PATIENT = ResourceType(
@@ -171,16 +143,33 @@ PATIENT = ResourceType(
     to_fhir=mapping.patient,
     order=("-registered_at", "id"),
     params={
-        "_id": _id(),
+        "_id": SearchParam(id_where(lambda key: _patients(ids=(key,))), "token", "The resource id."),
         "identifier": SearchParam(
             _identifier, "token", f"{mapping.ABHA_SYSTEM}|<ABHA number> or <our system>|<patient_id>."
         ),
-        "name": SearchParam(_name, "string", "A name part starting with the value (case ignored)."),
-        "name:contains": SearchParam(_name_contains, "string", "Any part of the name."),
-        "name:exact": SearchParam(_name_exact, "string", "The given or family name exactly."),
-        "birthdate": SearchParam(date_filter("date_of_birth", date_only=True), "date", "Date of birth."),
-        "gender": SearchParam(code_filter("gender", (GENDER_SYSTEM,)), "token", "male | female | other | unknown"),
+        "name": SearchParam(
+            lambda raw, name: _patients(name_starts=(raw,)),
+            "string",
+            "A name part starting with the value (case ignored).",
+        ),
+        "name:contains": SearchParam(
+            lambda raw, name: _patients(name_contains=(raw,)), "string", "Any part of the name."
+        ),
+        "name:exact": SearchParam(
+            lambda raw, name: _patients(name_exact=(raw,)), "string", "The given or family name exactly."
+        ),
+        "birthdate": SearchParam(
+            date_where(lambda span: _patients(born=(span,)), date_only=True), "date", "Date of birth."
+        ),
+        "gender": SearchParam(
+            code_where(lambda gender: _patients(genders=(gender,)), (GENDER_SYSTEM,)),
+            "token",
+            "male | female | other | unknown",
+        ),
         "phone": SearchParam(_phone, "token", "The phone number or its last 4+ digits."),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _patients(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
     },
     sorts={"birthdate": "date_of_birth", "_lastUpdated": "updated_at", "name": "search_name"},
     patient_field="id",
@@ -242,6 +231,13 @@ LOCATION = ResourceType(
 
 # --- Appointments -------------------------------------------------------------------------------------------
 
+# Appointment's parameters are the appointments app's named filter (appointments.selectors.AppointmentFilter).
+
+
+def _appointments(**asked: Any) -> Q:
+    return appointment_condition(AppointmentFilter(**asked))
+
+
 APPOINTMENT = ResourceType(
     name="Appointment",
     scope="appointments:read",
@@ -249,17 +245,34 @@ APPOINTMENT = ResourceType(
     to_fhir=mapping.appointment,
     order=("slot_start", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("patient_id"),
-        "practitioner": SearchParam(
-            reference_filter("doctor_id", "Practitioner"), "reference", "The doctor: Practitioner/<id>."
+        "_id": SearchParam(id_where(lambda key: _appointments(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _appointments(patient_ids=(key,))),
+            "reference",
+            "The patient: Patient/<id>.",
         ),
-        "location": SearchParam(reference_filter("branch_id", "Location"), "reference", "The branch: Location/<id>."),
-        "date": SearchParam(date_filter("slot_start"), "date", "The start."),
+        "practitioner": SearchParam(
+            reference_where("Practitioner", lambda key: _appointments(doctor_ids=(key,))),
+            "reference",
+            "The doctor: Practitioner/<id>.",
+        ),
+        "location": SearchParam(
+            reference_where("Location", lambda key: _appointments(branch_ids=(key,))),
+            "reference",
+            "The branch: Location/<id>.",
+        ),
+        "date": SearchParam(date_where(lambda span: _appointments(starts=(span,))), "date", "The start."),
         "status": SearchParam(
-            code_filter("status", ("http://hl7.org/fhir/appointmentstatus",), mapping.APPOINTMENT_STATUS_SEARCH),
+            code_where(
+                lambda status: _appointments(statuses=(status,)),
+                ("http://hl7.org/fhir/appointmentstatus",),
+                mapping.APPOINTMENT_STATUS_SEARCH,
+            ),
             "token",
             "booked | checked-in | fulfilled | cancelled | noshow",
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _appointments(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
         ),
     },
     sorts={"date": "slot_start"},
@@ -277,16 +290,27 @@ ENCOUNTER = ResourceType(
     to_fhir=mapping.encounter,
     order=("-start", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("patient_id"),
-        "subject": SearchParam(reference_filter("patient_id", "Patient"), "reference", "Patient/<id>."),
-        "date": SearchParam(date_filter("start"), "date", "The visit's start."),
+        "_id": SearchParam(id_where(lambda key: _visits(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _visits(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "subject": SearchParam(
+            reference_where("Patient", lambda key: _visits(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "date": SearchParam(date_where(lambda span: _visits(started=(span,))), "date", "The visit's start."),
         "class": SearchParam(
-            code_filter("type", (mapping.V3_ACT_CODE,), {"AMB": "outpatient", "IMP": "inpatient"}),
+            code_where(
+                lambda kind: _visits(types=(kind,)), (mapping.V3_ACT_CODE,), {"AMB": "outpatient", "IMP": "inpatient"}
+            ),
             "token",
             "AMB (outpatient) | IMP (inpatient)",
         ),
-        "practitioner": SearchParam(reference_filter("doctor_id", "Practitioner"), "reference", "Practitioner/<id>."),
+        "practitioner": SearchParam(
+            reference_where("Practitioner", lambda key: _visits(doctor_ids=(key,))), "reference", "Practitioner/<id>."
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _visits(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
     },
     sorts={"date": "start"},
     patient_field="patient_id",
@@ -294,21 +318,31 @@ ENCOUNTER = ResourceType(
 )
 
 
+def _visits(**asked: Any) -> Q:
+    return visit_condition(VisitFilter(**asked))
+
+
+def _diagnoses(**asked: Any) -> Q:
+    return diagnosis_condition(DiagnosisFilter(**asked))
+
+
+def _allergies(**asked: Any) -> Q:
+    return allergy_condition(AllergyFilter(**asked))
+
+
 def _condition_code(raw: str, name: str) -> Q:
     """The diagnosis code under the system the mapping emits: ICD-10's for ICD-10 rows (however the row
     spells "ICD-10"), `<our base>/code/<system>` for any other system; `|code` nothing (always a system)."""
     system, code = token_parts(name, raw)
-    is_icd10 = Q(Exact(Upper(Replace("system", Value("-"), Value(""))), "ICD10"))
     ours = mapping.system("code/")
+    codes = (code,) if code else None
     if system is None:
-        wanted = Q()
-    elif system == mapping.ICD10:
-        wanted = is_icd10
-    elif system.startswith(ours) and system != ours:
-        wanted = Q(system=system.removeprefix(ours)) & ~is_icd10
-    else:
-        return Q(pk__in=[])
-    return wanted & Q(code=code) if code else wanted
+        return _diagnoses(codes=codes)
+    if system == mapping.ICD10:
+        return _diagnoses(icd10=True, codes=codes)
+    if system.startswith(ours) and system != ours:
+        return _diagnoses(icd10=False, systems=(system.removeprefix(ours),), codes=codes)
+    return Q(pk__in=[])
 
 
 CONDITION = ResourceType(
@@ -318,14 +352,25 @@ CONDITION = ResourceType(
     to_fhir=mapping.condition,
     order=("-onset_date", "id"),
     params={
-        "_id": _id(),
-        "patient": _patient("patient_id"),
-        "subject": SearchParam(reference_filter("patient_id", "Patient"), "reference", "Patient/<id>."),
+        "_id": SearchParam(id_where(lambda key: _diagnoses(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _diagnoses(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "subject": SearchParam(
+            reference_where("Patient", lambda key: _diagnoses(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
         "clinical-status": SearchParam(
-            code_filter("status", (mapping.CONDITION_CLINICAL,)), "token", "active | resolved | inactive"
+            code_where(lambda status: _diagnoses(statuses=(status,)), (mapping.CONDITION_CLINICAL,)),
+            "token",
+            "active | resolved | inactive",
         ),
         "code": SearchParam(_condition_code, "token", "The ICD-10 code (E11.9), with or without its system."),
-        "onset-date": SearchParam(date_filter("onset_date", date_only=True), "date", "The onset date."),
+        "onset-date": SearchParam(
+            date_where(lambda span: _diagnoses(onset=(span,)), date_only=True), "date", "The onset date."
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _diagnoses(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
     },
     sorts={"onset-date": "onset_date", "recorded-date": "created_at"},
     patient_field="patient_id",
@@ -338,7 +383,15 @@ ALLERGY = ResourceType(
     rows=lambda client: visible_allergies(client),
     to_fhir=mapping.allergy_intolerance,
     order=("substance", "id"),
-    params={"_id": _id(), "patient": _patient("patient_id")},
+    params={
+        "_id": SearchParam(id_where(lambda key: _allergies(ids=(key,))), "token", "The resource id."),
+        "patient": SearchParam(
+            reference_where("Patient", lambda key: _allergies(patient_ids=(key,))), "reference", "Patient/<id>."
+        ),
+        "_lastUpdated": SearchParam(
+            date_where(lambda span: _allergies(updated=(span,))), "date", "When last updated (meta.lastUpdated)."
+        ),
+    },
     sorts={"date": "created_at"},
     patient_field="patient_id",
     clinical_date="created_at",

@@ -181,7 +181,9 @@ def token_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "auth_revoke",
                 "summary": "Revoke an access token (RFC 7009)",
-                "description": "A client can revoke only its own tokens; revoking any other token has no effect (still 200).",
+                "description": "A client can revoke only its own tokens; revoking any other token has no effect (still 200). "
+                "It authenticates as at the token endpoint: its secret, or a client assertion whose `aud` is the "
+                "token endpoint's URL.",
                 "tags": ["auth"],
                 "security": [],
                 "requestBody": {
@@ -195,6 +197,7 @@ def token_paths() -> dict[str, Any]:
                                     "token": {"type": "string"},
                                     "token_type_hint": {"type": "string", "enum": ["access_token"]},
                                     **credentials,
+                                    **assertion,
                                 },
                             }
                         }

@@ -74,6 +74,7 @@ class TokenRequestContext:
     assertion: str | None = None  # the client_assertion, when the client authenticates by one
     audience: str = ""  # the token endpoint's absolute URL, which an assertion's aud must be
     verified: VerifiedAssertion | None = None
+    issues_token: bool = False  # the token endpoint, whose scope check comes after the client's authentication
 
 
 class AddressNotAllowed(oauth_errors.OAuth2Error):
@@ -167,7 +168,18 @@ class ApiClientValidator(OAuth2Validator):
             context.rate_limit = decision
         if not decision.admitted:
             raise RateLimitExceeded(decision, request=request)
+        if context is not None and context.verified is not None and not context.issues_token:
+            self._record_assertion(request, context.verified)  # revocation: nothing is checked after this
         return True
+
+    @staticmethod
+    def _record_assertion(request: Any, verified: VerifiedAssertion) -> None:
+        """Record the assertion's jti once nothing else can refuse the request; a jti seen before refuses it."""
+        if not client_assertion_record(client=verified.client, jti=verified.jti, expires_at=verified.expires_at):
+            raise oauth_errors.InvalidClientError(
+                description="This client assertion was used already (its jti was seen); sign a new one.",
+                request=request,
+            )
 
     def _authenticate_by_assertion(self, request: Any, context: TokenRequestContext) -> bool:
         """The client the assertion names, if the assertion verifies with its keys; refusals say why."""
@@ -195,16 +207,9 @@ class ApiClientValidator(OAuth2Validator):
             return False
         request.scopes = granted  # what the token carries, and the response's `scope`
         context: TokenRequestContext | None = request.headers.get(TOKEN_CONTEXT_META_KEY)
-        verified = context.verified if context is not None else None
-        # oauthlib's last check before it issues the token: an assertion's jti is recorded only once nothing
-        # else can refuse the request, so a refused request leaves no row behind.
-        if verified is not None and not client_assertion_record(
-            client=verified.client, jti=verified.jti, expires_at=verified.expires_at
-        ):
-            raise oauth_errors.InvalidClientError(
-                description="This client assertion was used already (its jti was seen); sign a new one.",
-                request=request,
-            )
+        # oauthlib's last check before it issues the token: so a refused request leaves no jti behind.
+        if context is not None and context.verified is not None:
+            self._record_assertion(request, context.verified)
         return True
 
 
@@ -249,7 +254,7 @@ def _basic_credentials(request: HttpRequest) -> tuple[str, str] | None:
     return unquote_plus(client_id), unquote_plus(secret)
 
 
-def _credentials_problem(request: HttpRequest, *, accepts_assertion: bool) -> str | None:
+def _credentials_problem(request: HttpRequest) -> str | None:
     """Why a token or revocation request is malformed (RFC 6749 `invalid_request`), or None."""
     for name, values in request.POST.lists():
         if CONTROL_CHARACTERS.search(name) or any(CONTROL_CHARACTERS.search(value) for value in values):
@@ -259,8 +264,6 @@ def _credentials_problem(request: HttpRequest, *, accepts_assertion: bool) -> st
     except ValueError as exc:
         return str(exc)
     if "client_assertion" in request.POST or "client_assertion_type" in request.POST:
-        if not accepts_assertion:
-            return "This endpoint takes the client secret, not a client assertion."
         if request.POST.get("client_assertion_type") != ASSERTION_TYPE:
             return f"client_assertion_type must be {ASSERTION_TYPE}."
         if not request.POST.get("client_assertion"):
@@ -290,15 +293,16 @@ def _client_id_tried(request: HttpRequest) -> str:
 class _ClientControlledEndpoint:
     """Prepares the shared context before the toolkit runs, and finishes the response after."""
 
-    accepts_assertion = False
+    issues_token = False
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        problem = _credentials_problem(request, accepts_assertion=self.accepts_assertion)
+        problem = _credentials_problem(request)
         if problem is not None:
             return oauth_error_response(400, "invalid_request", problem)
-        context = TokenRequestContext()
-        if self.accepts_assertion and "client_assertion" in request.POST:
+        context = TokenRequestContext(issues_token=self.issues_token)
+        if "client_assertion" in request.POST:
             context.assertion = request.POST["client_assertion"]
+            # Revocation too: the token endpoint's URL is the one audience a SMART client knows (discovery).
             context.audience = request.build_absolute_uri(reverse("auth-token"))
         request.META[TOKEN_CONTEXT_META_KEY] = context
         client_ip(request)  # resolved into request.META, where the validator reads it
@@ -330,7 +334,7 @@ class _ClientControlledEndpoint:
 
 @method_decorator(csrf_exempt, name="dispatch")
 class TokenView(_ClientControlledEndpoint, oauth_views.TokenView):
-    accepts_assertion = True
+    issues_token = True
 
     @method_decorator(sensitive_post_parameters("password", "client_secret", "client_assertion"))
     def authorization_flow_token_response(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -355,4 +359,6 @@ class TokenView(_ClientControlledEndpoint, oauth_views.TokenView):
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RevokeTokenView(_ClientControlledEndpoint, oauth_views.RevokeTokenView):
-    pass
+    @method_decorator(sensitive_post_parameters("client_secret", "client_assertion"))
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return super().post(request, *args, **kwargs)

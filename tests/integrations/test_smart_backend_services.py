@@ -48,6 +48,7 @@ pytestmark = pytest.mark.django_db
 
 AUDIENCE = "http://testserver" + TOKEN_URL
 SMART_CONFIGURATION_URL = "/fhir/R4/.well-known/smart-configuration"
+REVOKE_URL = "/api/v1/auth/revoke"
 
 
 # --- Keys and assertions, as a client builds them ------------------------------------------------------
@@ -517,15 +518,34 @@ def test_malformed_assertion_requests_are_invalid_request(client, smart_client, 
     nothing_issued()
 
 
-def test_the_revocation_endpoint_takes_no_assertion(client, smart_client, rsa_private):
+def test_an_assertion_only_client_revokes_its_token_with_an_assertion_used_once(client, smart_client, rsa_private):
+    api_client = smart_client(["patients:read"], assertion_only=True)
+    token = post_assertion(client, sign(rsa_private, api_client.client_id)).json()["access_token"]
+    assertion = sign(rsa_private, api_client.client_id)
+
+    revoked = client.post(REVOKE_URL, {**assertion_form(assertion), "token": token})
+
+    assert revoked.status_code == 200, revoked.content
+    assert AccessToken.objects.count() == 0
+    assert client.get("/fhir/R4/Patient", **bearer(token)).status_code == 401
+    replayed = client.post(REVOKE_URL, {**assertion_form(assertion), "token": token})
+    body = assert_token_error(replayed, 401, "invalid_client")
+    assert body["error_description"] == "This client assertion was used already (its jti was seen); sign a new one."
+    assert ClientAssertion.objects.count() == 2
+
+
+def test_a_bad_assertion_at_the_revocation_endpoint_revokes_nothing(client, smart_client, rsa_private):
     api_client = smart_client(["patients:read"])
+    token = post_assertion(client, sign(rsa_private, api_client.client_id)).json()["access_token"]
 
     response = client.post(
-        "/api/v1/auth/revoke", {**assertion_form(sign(rsa_private, api_client.client_id)), "token": "x"}
+        REVOKE_URL, {**assertion_form(sign(rsa_private, api_client.client_id, lifetime=-120)), "token": token}
     )
 
-    body = assert_token_error(response, 400, "invalid_request")
-    assert body["error_description"] == "This endpoint takes the client secret, not a client assertion."
+    body = assert_token_error(response, 401, "invalid_client")
+    assert body["error_description"] == "The client assertion has expired."
+    assert AccessToken.objects.count() == 1
+    assert ClientAssertion.objects.count() == 1
 
 
 def test_the_hourly_token_purge_forgets_the_jtis_of_expired_assertions(smart_client):

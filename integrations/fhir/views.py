@@ -378,8 +378,10 @@ class EverythingView(ResourceView):
         # part of this patient's record, as in GET /patients/{id}/record. Merges are flattened, one step deep.
         merged = list(PATIENT.rows(client).filter(merged_into=patient).order_by("id"))
         ids = [patient.pk, *(record.pk for record in merged)]
-        records = list(asked.narrow(PATIENT, PATIENT.rows(client).filter(pk__in=ids))) if "Patient" in wanted else []
-        records.sort(key=lambda record: (record.pk != patient.pk, str(record.pk)))  # the patient first
+        records = [patient, *merged] if "Patient" in wanted else []
+        if records and asked.since is not None:  # the records themselves are in only if updated since
+            updated = set(asked.narrow(PATIENT, PATIENT.rows(client).filter(pk__in=ids)).values_list("pk", flat=True))
+            records = [record for record in records if record.pk in updated]
         sections: list[tuple[ResourceType, Any, int]] = [(PATIENT, records, len(records))]
         for resource in COMPARTMENT:
             if resource is PATIENT or resource.name not in wanted or not self.token_reads(resource):

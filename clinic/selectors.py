@@ -88,11 +88,22 @@ def doctor_get(*, client: ApiClient, doctor_id: str) -> Doctor:
         key = uuid.UUID(doctor_id)
     except ValueError:
         raise NotFound(f"No doctor {doctor_id!r}.") from None
-    # Two plain reads rather than a Prefetch: the doctor (when visible), then its visible branches.
-    doctor = visible_doctors(client).select_related("department").filter(id=key).first()
-    if doctor is None:
+    # One statement over the doctor's branch links, each joined to its doctor and branch, limited to the
+    # active branches the client may see: the doctor is visible exactly when a link is found (the rule of
+    # Doctor.objects.visible_to), and the links bring the branches a detail, a slot query and a booking use.
+    # Every booking and slot query starts here; this is one statement where the doctor read and then its
+    # branches were two (bench/results/plans_retired.md).
+    links = list(
+        Doctor.branches.through.objects.filter(
+            doctor_id=key, doctor__is_active=True, branch__in=_visible_active_branches(client)
+        )
+        .select_related("doctor__department", "branch")
+        .order_by("branch__code")
+    )
+    if not links:
         raise NotFound(f"No doctor {doctor_id!r}.")
-    doctor.__dict__[_VISIBLE_BRANCHES] = list(_visible_active_branches(client).filter(doctors=doctor))
+    doctor = links[0].doctor
+    doctor.__dict__[_VISIBLE_BRANCHES] = [link.branch for link in links]
     return doctor
 
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q
 
 from clinic.celery import task_get
 from integrations.hl7 import client
@@ -58,12 +58,6 @@ def drains_enqueue(destination_ids: list[uuid.UUID], *, countdown: float = 0) ->
         except Exception:  # noqa: BLE001 - any broker failure: the messages stay due and the relay queues the drain
             logger.warning("could not queue the drain of HL7 destination %s: the relay will", destination_id)
             return
-
-
-def hl7_destinations_matching(event_types: list[str]) -> QuerySet[Hl7Destination]:
-    """Active destinations taking every one of `event_types` (integrations.webhooks.events reads them in the
-    statement that finds the webhook subscriptions)."""
-    return Hl7Destination.objects.filter(is_active=True, event_types__contains=event_types)
 
 
 def hl7_messages_add(event: WebhookEvent, destinations: list[uuid.UUID]) -> int:

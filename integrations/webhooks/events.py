@@ -14,49 +14,15 @@ import uuid
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, QuerySet, Value
 
-from integrations.hl7.kinds import MESSAGE_KINDS as hl7_message_kinds
-from integrations.hl7.outbox import hl7_destinations_matching, hl7_messages_add
+from integrations.hl7.outbox import hl7_messages_add
 from integrations.webhooks import clock
 from integrations.webhooks.dispatch import deliveries_enqueue
-from integrations.webhooks.models import WebhookDelivery, WebhookEvent, WebhookSubscription
+from integrations.webhooks.models import WebhookDelivery, WebhookEvent
+from integrations.webhooks.recipients import event_recipients
 from integrations.webhooks.registry import event_kind_get
 
 logger = logging.getLogger("integrations.webhooks.events")
-
-
-def _subscriptions(*, event_type: str, branch_id: uuid.UUID | None) -> QuerySet[WebhookSubscription]:
-    subscriptions = WebhookSubscription.objects.filter(is_active=True, event_types__contains=[event_type])
-    if branch_id is None:
-        return subscriptions.filter(branches__isnull=True)
-    return subscriptions.filter(Q(branches__isnull=True) | Q(branches=branch_id))
-
-
-def _recipients(*, event_type: str, branch_id: uuid.UUID | None) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
-    """(matching webhook subscriptions, matching HL7 destinations), in one statement (UNION ALL), so the HL7
-    channel costs a change no extra round trip. A subscription matches when it is active, takes the kind, and
-    its branch filter is empty or includes `branch_id`."""
-    rows = (
-        _subscriptions(event_type=event_type, branch_id=branch_id)
-        .annotate(channel=Value("webhook"))
-        .values_list("id", "channel")
-        .order_by()
-        .distinct()
-    )
-    if event_type in hl7_message_kinds:
-        destinations = (
-            hl7_destinations_matching([event_type])
-            .annotate(channel=Value("hl7"))
-            .values_list("id", "channel")
-            .order_by()
-        )
-        rows = rows.union(destinations, all=True)
-    webhooks: list[uuid.UUID] = []
-    hl7: list[uuid.UUID] = []
-    for recipient_id, channel in rows:
-        (webhooks if channel == "webhook" else hl7).append(recipient_id)
-    return webhooks, hl7
 
 
 def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None = None) -> uuid.UUID:
@@ -71,7 +37,7 @@ def event_publish(*, event_type: str, payload: dict[str, Any], branch_id: uuid.U
 # is nothing to recover to (and every change saves two round trips).
 @transaction.atomic(savepoint=False)
 def _event_write(*, event_type: str, payload: dict[str, Any], branch_id: uuid.UUID | None) -> uuid.UUID:
-    subscription_ids, hl7_destination_ids = _recipients(event_type=event_type, branch_id=branch_id)
+    subscription_ids, hl7_destination_ids = event_recipients(event_type=event_type, branch_id=branch_id)
     now = clock.now()
     event = WebhookEvent.objects.create(type=event_type, payload=payload, branch_ref=branch_id, created_at=now)
     deliveries = WebhookDelivery.objects.bulk_create(

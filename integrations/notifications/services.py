@@ -11,11 +11,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from functools import cache
 
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.mail import send_mail
-from django.db import IntegrityError, transaction
-from django.db.models import Value
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from integrations.models import NotificationAttempt, NotificationSettings
@@ -42,24 +41,36 @@ class Message:
         return f"{self.subject_id}:{self.version}:{channel}"
 
 
+@cache
+def _channels_statement() -> str:
+    settings_table = NotificationSettings._meta.db_table
+    branches = NotificationSettings.branches.through._meta.db_table
+    # The settings row's switches when it takes the kind and its branch filter is empty or holds the branch;
+    # no row otherwise. A constant statement, not a composed queryset: every booking and every final result
+    # reads it inside its transaction, and composing the equivalent queryset cost the booking path more CPU
+    # than its budget allows (bench/results/plans_retired.md). tests/integrations/test_notification_channels.py
+    # holds the ORM reading it must agree with; docs/architecture.md §6 lists it for a Django upgrade.
+    return f"""
+        SELECT n.sms_enabled, n.email_enabled FROM {settings_table} n
+         WHERE n.id = 1 AND %(kind)s = ANY(n.event_kinds)
+           AND (NOT EXISTS (SELECT 1 FROM {branches} b WHERE b.notificationsettings_id = n.id)
+                OR EXISTS (SELECT 1 FROM {branches} b
+                            WHERE b.notificationsettings_id = n.id AND b.branch_id = %(branch)s))
+    """  # noqa: S608 - the identifiers are the models' own table names; every value is a parameter
+
+
 def notification_channels(*, event_type: str, branch_id: uuid.UUID) -> list[str]:
     """The channels on which `event_type` (a registered kind) at that branch is to be sent (empty: notify
     nobody). Raises UnknownEventKind for a kind no app registered."""
     if not event_kind_get(event_type).notifies:
         return []
-    # One statement, the branch filter aggregated into the settings row (read on every booking and result).
-    config = (
-        NotificationSettings.objects.filter(id=1)
-        .annotate(branch_ids=ArrayAgg("branches__id", default=Value([])))
-        .order_by()
-        .first()
-    )
-    if config is None or event_type not in config.event_kinds:
+    with connection.cursor() as cursor:
+        cursor.execute(_channels_statement(), {"kind": event_type, "branch": branch_id})
+        switches = cursor.fetchone()
+    if switches is None:
         return []
-    branch_ids = {branch for branch in config.branch_ids if branch is not None}
-    if branch_ids and branch_id not in branch_ids:
-        return []
-    return [channel for channel, on in ((Channel.SMS, config.sms_enabled), (Channel.EMAIL, config.email_enabled)) if on]
+    sms_enabled, email_enabled = switches
+    return [channel for channel, on in ((Channel.SMS, sms_enabled), (Channel.EMAIL, email_enabled)) if on]
 
 
 def mask_phone(phone: str) -> str:

@@ -18,14 +18,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
-from django.db import transaction
-from django.db.models import CharField, DateTimeField, UUIDField
+from django.db import connection, transaction
 from django.utils import timezone
 
 from clinic.errors import FieldError, InvalidState
-from clinic.query_plans import QueryPlan, Slot, UpdatePlan, grouped
+from clinic.query_plans import grouped
 from lab import events, interpretation, locks, notifications
 from lab.models import (
     Analyte,
@@ -96,37 +96,56 @@ class _State:
     current: dict[tuple[Any, Any], LabResult]
 
 
-# Precompiled (clinic.query_plans, docs/architecture.md §6): an HL7 ORU message and a REST results post run
-# these on every post, and the ingest target of bench/results/hl7.md is met with them, not without
-# (bench/results/plans_retired.md). Orders only keep results deterministic: a model's default ordering would
-# join more tables.
-_ANALYTES = QueryPlan(
-    lambda: Analyte.objects.filter(test__order_items__order_id=Slot("order", UUIDField())).order_by("id")
-)
-_RANGES = QueryPlan(
-    lambda: ReferenceRange.objects.filter(analyte__test__order_items__order_id=Slot("order", UUIDField())).order_by(
-        "analyte_id", "sex", "age_min_days"
-    )
-)
-_CURRENT = QueryPlan(
-    lambda: LabResult.objects.filter(item__order_id=Slot("order", UUIDField()), current=True).order_by("id")
-)
-# The status writes, precompiled too (what order.save(update_fields=...) and bulk_update wrote).
-_ITEM_STATUS = UpdatePlan(
-    lambda: LabOrderItem.objects.filter(pk=Slot("item", UUIDField())), status=Slot("status", CharField())
-)
-_ORDER_STATUS = UpdatePlan(
-    lambda: LabOrder.objects.filter(pk=Slot("order", UUIDField())),
-    status=Slot("status", CharField()),
-    updated_at=Slot("updated_at", DateTimeField()),
-)
+# Constant statements (docs/architecture.md §6): an HL7 ORU message and a REST results post run these on
+# every post, and composing them through the ORM each time cost the ingest target of bench/results/hl7.md
+# (bench/results/plans_retired.md). They are Django's public API: `Model.objects.raw()` builds the instances
+# and a cursor runs the two status writes, over the models' `_meta` table names;
+# tests/lab/test_results_statements.py holds the ORM queries they must agree with. Orders only keep results
+# deterministic.
+@cache
+def _statements() -> dict[str, str]:
+    analyte, reference_range = Analyte._meta.db_table, ReferenceRange._meta.db_table
+    item, order, result = LabOrderItem._meta.db_table, LabOrder._meta.db_table, LabResult._meta.db_table
+    # Each statement's ORM twin is in tests/lab/test_results_statements.py. The identifiers are the models'
+    # own table names and every value is a parameter (hence the noqa).
+    by_order = f"JOIN {item} i ON i.test_id = a.test_id WHERE i.order_id = %s"
+    return {
+        "analytes": f"SELECT a.* FROM {analyte} a {by_order} ORDER BY a.id",  # noqa: S608
+        "ranges": (
+            f"SELECT r.* FROM {reference_range} r JOIN {analyte} a ON a.id = r.analyte_id {by_order}"  # noqa: S608
+            " ORDER BY r.analyte_id, r.sex, r.age_min_days"
+        ),
+        "current": (
+            f"SELECT r.* FROM {result} r JOIN {item} i ON i.id = r.item_id"  # noqa: S608
+            " WHERE i.order_id = %s AND r.current ORDER BY r.id"
+        ),
+        "item_status": f"UPDATE {item} SET status = %s WHERE id = %s",  # noqa: S608
+        "order_status": f"UPDATE {order} SET status = %s, updated_at = %s WHERE id = %s",  # noqa: S608
+    }
+
+
+def _analytes_of(order_id: uuid.UUID) -> list[Analyte]:
+    return list(Analyte.objects.raw(_statements()["analytes"], [order_id]))
+
+
+def _ranges_of(order_id: uuid.UUID) -> list[ReferenceRange]:
+    return list(ReferenceRange.objects.raw(_statements()["ranges"], [order_id]))
+
+
+def _current_of(order_id: uuid.UUID) -> list[LabResult]:
+    return list(LabResult.objects.raw(_statements()["current"], [order_id]))
+
+
+def _write(statement: str, params: list[Any]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_statements()[statement], params)
 
 
 def _state(order: LabOrder) -> _State:
     items = {item.test.code: item for item in lab_order_items(order.pk)}
-    analytes = {(analyte.test_id, analyte.code): analyte for analyte in _ANALYTES.fetch(order=order.pk)}
-    current = {(result.item_id, result.analyte_id): result for result in _CURRENT.fetch(order=order.pk)}
-    ranges = grouped(_RANGES.fetch(order=order.pk), "analyte_id")
+    analytes = {(analyte.test_id, analyte.code): analyte for analyte in _analytes_of(order.pk)}
+    current = {(result.item_id, result.analyte_id): result for result in _current_of(order.pk)}
+    ranges = grouped(_ranges_of(order.pk), "analyte_id")
     return _State(items=items, analytes=analytes, ranges=ranges, current=current)
 
 
@@ -236,8 +255,8 @@ def _order_done(state: _State) -> bool:
 
 
 def lab_order_analytes(order_id: uuid.UUID) -> list[Analyte]:
-    """The analytes of every test on an order, by id (the plan the results service reads them with)."""
-    return _ANALYTES.fetch(order=order_id)
+    """The analytes of every test on an order, by id (the statement the results service reads them with)."""
+    return _analytes_of(order_id)
 
 
 def lab_results_record(
@@ -377,11 +396,11 @@ def _record(
             item.status = new_status
             changed.append(item)
     for item in changed:
-        _ITEM_STATUS.execute(item=item.pk, status=item.status)
+        _write("item_status", [item.status, item.pk])
     was_final = order.status == OrderStatus.FINAL
     order.status = OrderStatus.FINAL if _order_done(state) else OrderStatus.RESULTED
     order.updated_at = timezone.now()
-    _ORDER_STATUS.execute(order=order.pk, status=order.status, updated_at=order.updated_at)
+    _write("order_status", [order.status, order.updated_at, order.pk])
     # A critical value is sent at once, whatever else the post holds; the order's finalization and any
     # amendment follow as their own events.
     kinds = [events.LAB_RESULT_CRITICAL] if critical else []

@@ -188,6 +188,14 @@ class ApiClientAdmin(admin.ModelAdmin):
             self.message_user(request, "Select exactly one client to rotate its secret.", messages.WARNING)
             return None
         client = queryset.get()
+        if client.assertion_only:
+            # Its secret is never accepted: rotating would show a credential that cannot be used.
+            self.message_user(
+                request,
+                f"{client.name} authenticates with signed JWTs only; it has no secret to rotate.",
+                messages.WARNING,
+            )
+            return None
         return self._secret_page(request, client, api_client_rotate_secret(client=client))
 
     @admin.action(description="Deactivate (revokes its tokens at once)")

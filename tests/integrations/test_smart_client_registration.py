@@ -66,6 +66,21 @@ def test_the_admin_registers_inline_public_keys_for_an_assertion_only_client(adm
     api_client = ApiClient.objects.get()
     assert api_client.jwks == {"keys": [public_jwk(key, "k1")]}
     assert (api_client.jwks_uri, api_client.assertion_only) == ("", True)
+    # The page after creating it shows the client id and no secret: an assertion-only client's is never accepted.
+    page = response.content.decode()
+    assert api_client.client_id in page
+    assert 'id="client-secret"' not in page
+    assert "it has no secret to copy" in page
+    # Rotating its secret is refused and changes nothing.
+    secret_before = api_client.client_secret
+    rotated = admin_client.post(
+        "/admin/integrations/apiclient/",
+        {"action": "rotate_secret", "_selected_action": [api_client.pk]},
+        follow=True,
+    )
+    assert "it has no secret to rotate" in rotated.content.decode()
+    api_client.refresh_from_db()
+    assert api_client.client_secret == secret_before
     client.logout()
     assert post_assertion(client, sign(key, api_client.client_id, kid="k1")).status_code == 200
 

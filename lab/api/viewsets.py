@@ -194,8 +194,9 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
             400: _INVALID,
             404: _NOT_FOUND,
             409: OpenApiResponse(
-                description="`invalid_state` (with `current_status`): a cancelled order, or a preliminary or final "
-                "result posted over a final one (amend it instead)."
+                description="`invalid_state` (with `current_status`): a cancelled order, an item whose specimen "
+                "is not collected yet (`current_status` the item's), or a preliminary or final result posted over "
+                "a final one (amend it instead)."
             ),
         },
         examples=[

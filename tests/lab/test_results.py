@@ -283,10 +283,14 @@ def test_a_specimen_not_yet_collected_takes_no_result(client, world):
         ordered_by="test",
     )
     world["order"] = order
+    counts = row_counts(exclude=REQUEST_BOOKKEEPING)
 
     response = post(client, world, CBC_NORMAL)
 
-    assert error_fields(response) == ["results.0.test", "results.1.test"]
+    problem = assert_problem(response, 409, "invalid_state", current_status="ordered")
+    assert problem["detail"] == "results.0: the CBC specimen has not been collected; record the collection first."
+    assert row_counts(exclude=REQUEST_BOOKKEEPING) == counts
+    assert LabOrder.objects.get(pk=order.pk).status == "ordered"
 
 
 def test_a_cancelled_order_takes_no_result(client, world):

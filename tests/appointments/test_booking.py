@@ -616,9 +616,9 @@ def test_a_refused_booking_is_replayed_as_refused(client, doctor, patient, other
 
 def test_a_booking_takes_a_fixed_number_of_queries(client, doctor, patient, writer, django_assert_num_queries):
     """Pinned so the hot path cannot grow silently (bench/scale.py measures it): token with the client's
-    branches, patient, doctor and its branches, the day's sessions and appointments, token counter, patient lock,
-    insert, history, webhook subscriptions, event, notification settings, audit: 14. The booking's
-    transaction is a savepoint inside the test's (2 more here; BEGIN and COMMIT in production)."""
+    branches, patient, doctor with its branches (one statement), the day's sessions and appointments, token
+    counter, patient lock, insert, history, webhook subscriptions, event, notification settings, audit: 13. The
+    booking's transaction is a savepoint inside the test's (2 more here; BEGIN and COMMIT in production)."""
     monday = next_monday()
-    with django_assert_num_queries(16):
+    with django_assert_num_queries(15):
         book(client, writer, booking(patient, doctor, at(monday, "09:00"), at(monday, "09:15")))

@@ -1,4 +1,4 @@
-"""Idempotency-Key handling for POST and PATCH, stored in PostgreSQL per client and key for 24 hours.
+"""Idempotency-Key handling for POST, PATCH and DELETE, stored in PostgreSQL per client and key for 24 hours.
 
 1. The key is reserved in its own committed transaction (INSERT ... ON CONFLICT DO NOTHING), so a
    concurrent request with the same key sees it at once and gets 409 `idempotency_key_in_use`.
@@ -44,10 +44,12 @@ def validate_key(key: str) -> str:
 
 
 def fingerprint(request: Request) -> str:
-    """Method, path and the parsed body re-serialised with sorted keys: spacing and key order do not matter."""
+    """Method, path with its query (a DELETE's reason travels there) and the parsed body re-serialised with
+    sorted keys: spacing and key order do not matter. Without a query the path is the path alone, as before
+    the query was part of it, so keys recorded then still match."""
     body = dumps(request.data, sort_keys=True)
     digest = hashlib.sha256()
-    for part in (request.method or "", request.path, body):
+    for part in (request.method or "", request.get_full_path(), body):
         digest.update(part if isinstance(part, bytes) else part.encode())
         digest.update(b"\0")
     return digest.hexdigest()

@@ -137,7 +137,7 @@ _STATUS_HEADERS: dict[str, dict[str, Any]] = {
 
 # POST and PATCH go through ClinicAPIView's idempotency layer; integrators need the header and its
 # two refusals on the operation itself, not only in the API description.
-_IDEMPOTENT_METHODS = ("post", "patch")
+_IDEMPOTENT_METHODS = ("post", "patch", "delete")
 _IDEMPOTENCY_KEY_PARAMETER = {
     "in": "header",
     "name": "Idempotency-Key",
@@ -147,7 +147,7 @@ _IDEMPOTENCY_KEY_PARAMETER = {
 }
 _IDEMPOTENCY_ERRORS = {
     "409": "`idempotency_key_in_use`: a request with this Idempotency-Key is still running.",
-    "422": "`idempotency_key_reused`: this Idempotency-Key was used with a different body.",
+    "422": "`idempotency_key_reused`: this Idempotency-Key was used with a different body or query.",
 }
 _REPLAYED_HEADER = {
     "Idempotent-Replayed": {
@@ -406,8 +406,8 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
     kinds = "\n".join(f"| `{code}` | {kind.status} | {kind.description} |" for code, kind in PROBLEM_KINDS.items())
     result["info"]["description"] += (
         "\n\n## Problem codes\n\n| code | status | meaning |\n|---|---|---|\n" + kinds + "\n\n"
-        "Send `Idempotency-Key` (1-255 characters) on POST and PATCH to make retries safe: the same key and body "
-        "replay the stored response with `Idempotent-Replayed: true`; a different body is 422 "
+        "Send `Idempotency-Key` (1-255 characters) on POST, PATCH and DELETE to make retries safe: the same key "
+        "and request replay the stored response with `Idempotent-Replayed: true`; a different body or query is 422 "
         "`idempotency_key_reused`; a request still running is 409 `idempotency_key_in_use`. Keys are kept 24 hours."
         "\n\nUnknown query parameters are refused with 400 `unknown_parameter` naming each of them, and unknown "
         "body fields with 400 `validation_error` (`errors[].code` = `unknown_field`)."

@@ -1,4 +1,4 @@
-"""The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST and PATCH, and
+"""The base class of every API view: DRF's dispatch plus Idempotency-Key handling for POST, PATCH and DELETE, and
 the refusal of query parameters the operation does not declare (docs/api-rules.md §1); and the audit guard
 that the REST API and the FHIR server share (AuditGuardedView)."""
 
@@ -25,7 +25,7 @@ from clinic.api.params import declared_query_params
 from clinic.api.schema import ClinicAutoSchema
 from integrations.models import ApiClient
 
-IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
+IDEMPOTENT_METHODS = frozenset({"POST", "PATCH", "DELETE"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 

@@ -123,6 +123,47 @@ def test_the_reason_is_stored_without_surrounding_spaces(client, clinic):
     assert Appointment.objects.get().cancellation_reason == "Feeling better"
 
 
+# --- Idempotency-Key ------------------------------------------------------------------------------------
+
+
+def cancel_with_key(client: Any, clinic: Clinic, appointment_id: str, key: str, reason: str) -> Any:
+    return client.delete(
+        f"/api/v1/appointments/{appointment_id}?reason={reason}",
+        HTTP_AUTHORIZATION=f"Bearer {clinic.writer}",
+        HTTP_IDEMPOTENCY_KEY=key,
+    )
+
+
+def test_a_retried_cancel_with_its_key_replays_the_200_and_cancels_once(client, clinic, published):
+    appointment = book_rao(client, clinic, "09:00", "09:15")
+    published.clear()
+
+    first = cancel_with_key(client, clinic, appointment["appointment_id"], "cancel-rao-1", "Travelling")
+    after_first = snapshot()
+    retry = cancel_with_key(client, clinic, appointment["appointment_id"], "cancel-rao-1", "Travelling")
+
+    assert first.status_code == 200, first.content
+    assert not first.has_header("Idempotent-Replayed")
+    assert (retry.status_code, retry.content, retry["Idempotent-Replayed"]) == (200, first.content, "true")
+    assert snapshot() == after_first
+    assert history(appointment["appointment_id"]) == [(1, "booked"), (2, "cancelled")]
+    assert published.types == ["appointment.cancelled"]
+
+
+def test_the_same_key_with_another_reason_is_422_and_changes_nothing(client, clinic, published):
+    appointment = book_rao(client, clinic, "09:00", "09:15")
+    cancel_with_key(client, clinic, appointment["appointment_id"], "cancel-rao-2", "Travelling")
+    before = snapshot()
+    published.clear()
+
+    response = cancel_with_key(client, clinic, appointment["appointment_id"], "cancel-rao-2", "Unwell")
+
+    assert_problem(response, 422, "idempotency_key_reused")
+    assert snapshot() == before
+    assert Appointment.objects.get().cancellation_reason == "Travelling"
+    assert published.calls == []
+
+
 # --- 400: the reason -------------------------------------------------------------------------------------
 
 

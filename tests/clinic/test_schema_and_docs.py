@@ -185,9 +185,11 @@ def test_every_operation_documents_the_standard_problem_responses(schema):
             assert status in operation["responses"], (method, path, status)
 
 
-def test_every_post_and_patch_documents_the_idempotency_key_and_its_refusals(schema):
+def test_every_post_patch_and_delete_documents_the_idempotency_key_and_its_refusals(schema):
     writes = [
-        (m, p, o) for m, p, o in operations(schema) if m in ("post", "patch") and not p.startswith("/api/v1/auth/")
+        (m, p, o)
+        for m, p, o in operations(schema)
+        if m in ("post", "patch", "delete") and not p.startswith("/api/v1/auth/")
     ]
     for method, path, operation in writes:
         headers = [p for p in operation.get("parameters", []) if p["in"] == "header" and p["name"] == "Idempotency-Key"]
@@ -203,7 +205,7 @@ def test_every_post_and_patch_documents_the_idempotency_key_and_its_refusals(sch
         assert success, (method, path)
         assert all("Idempotent-Replayed" in r["headers"] for r in success), (method, path)
     for method, path, operation in operations(schema):
-        if method not in ("post", "patch"):
+        if method not in ("post", "patch", "delete"):
             assert all(p["name"] != "Idempotency-Key" for p in operation.get("parameters", [])), (method, path)
 
 

@@ -62,12 +62,12 @@ def workers(*specs: tuple[str, list[str], int]) -> Iterator[None]:
             process.wait(120)
 
 
-def kick_off(count: int, client: Any) -> list[uuid.UUID]:
+def kick_off(count: int, client: Any, queue: str) -> list[uuid.UUID]:
     from clinic.celery import task_get
     from integrations.fhir import services
 
     def enqueue(job_id: uuid.UUID) -> None:
-        task_get(services.EXPORT_TASK).delay(str(job_id))
+        task_get(services.EXPORT_TASK).apply_async((str(job_id),), queue=queue)
 
     return [
         services.export_job_create(
@@ -88,31 +88,32 @@ def wait_exports(job_ids: list[uuid.UUID], timeout: float) -> None:
 
 
 def run(
-    label: str, *, base: str, args: argparse.Namespace, exports: bool, one_queue: bool, client: Any
+    label: str,
+    *,
+    base: str,
+    args: argparse.Namespace,
+    exports: bool,
+    one_queue: bool,
+    client: Any,
+    queues: tuple[str, str],
 ) -> dict[str, Any]:
-    from clinic.celery import app
-    from integrations.fhir import services
+    """The webhook deliveries go to the first queue (the app's default for this process, set once: Celery
+    builds its router on the first send), the exports to the second, or to the first for `one_queue`."""
     from integrations.fhir.models import ExportJob
 
-    default, export_queue = f"bench.default.{uuid.uuid4().hex[:8]}", f"bench.export.{uuid.uuid4().hex[:8]}"
-    app.conf.task_default_queue = default
-    app.conf.task_routes = {services.EXPORT_TASK: {"queue": default if one_queue else export_queue}}
+    default, export_queue = queues
     specs = [("worker", [default], 4)]
     if exports and not one_queue:
         specs.append(("export-worker", [export_queue], 2))
     with workers(*specs):
         started = time.monotonic()
-        job_ids = kick_off(args.exports, client) if exports else []
+        job_ids = kick_off(args.exports, client, default if one_queue else export_queue) if exports else []
         committed = publish(args.events, args.rate)
         state = wait_for(base, set(committed), 900)
         completed_during = ExportJob.objects.filter(pk__in=job_ids, status="completed").count()
         wait_exports(job_ids, 900)
         exports_seconds = time.monotonic() - started
     delays = [(state["at"][event_id] - at) * 1000 for event_id, at in committed.items()]
-    import redis
-    from django.conf import settings
-
-    redis.Redis.from_url(settings.REDIS_URL).delete(default, export_queue)
     return {
         "run": label,
         "events": len(committed),
@@ -156,14 +157,22 @@ def main() -> int:
     WebhookSubscription.objects.all().delete()
     ExportJob.objects.all().delete()
     client = ApiClient.objects.get(client_id=bench_client("patients:read")["client_id"])
+    from clinic.celery import app
+
+    queues = (f"bench.default.{uuid.uuid4().hex[:8]}", f"bench.export.{uuid.uuid4().hex[:8]}")
+    app.conf.task_default_queue = queues[0]
     rows = []
     with receiver() as base:
         subscription_create(name="bench", target_url=f"{base}/hooks", event_types=["appointment.booked"])
-        rows.append(run("idle (no export)", base=base, args=args, exports=False, one_queue=False, client=client))
-        rows.append(
-            run("separate queues (this release)", base=base, args=args, exports=True, one_queue=False, client=client)
-        )
-        rows.append(run("one queue (before)", base=base, args=args, exports=True, one_queue=True, client=client))
+        common = {"base": base, "args": args, "client": client, "queues": queues}
+        rows.append(run("idle (no export)", exports=False, one_queue=False, **common))
+        rows.append(run("separate queues (this release)", exports=True, one_queue=False, **common))
+        rows.append(run("one queue (before)", exports=True, one_queue=True, **common))
+    import redis
+    from django.conf import settings
+
+    for queue in queues:
+        redis.Redis.from_url(settings.REDIS_URL).delete(queue, f"_kombu.binding.{queue}")
     load = os.getloadavg()
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -167,7 +167,7 @@ def _check(order: LabOrder, state: _State, results: Sequence[ResultInput], statu
         analyte = None
         if item.test.kind == TestKind.LAB:
             if item.status == ItemStatus.ORDERED:
-                # The item's state refuses it, not the body (docs/api-rules.md §14): 409, as for a final result
+                # The item's state refuses it, not the body (docs/api-rules.md §13.3): 409, as for a final result
                 # posted again; current_status is the item's, the state that has to change.
                 raise InvalidState(
                     f"results.{index}: the {posted.test} specimen has not been collected; record the collection first.",

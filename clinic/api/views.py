@@ -86,6 +86,7 @@ class ClinicAPIView(AuditGuardedView):
         try:
             self.initial(drf_request, *args, **kwargs)
             self._refuse_unknown_parameters(drf_request)
+            self._refuse_empty_parameters(drf_request)
             self._refuse_unreadable_body(drf_request)
             key = drf_request.headers.get(idempotency.HEADER)
             if key is not None and drf_request.method in IDEMPOTENT_METHODS:
@@ -115,6 +116,20 @@ class ClinicAPIView(AuditGuardedView):
                     {"field": name, "code": "unknown_parameter", "message": "Unknown query parameter."}
                     for name in unknown
                 ],
+            )
+
+    def _refuse_empty_parameters(self, request: Request) -> None:
+        """400 naming every query parameter sent with an empty (or blank) value (docs/api-rules.md §5.5): a
+        client whose variable was unset (`?patient_id=`) must not read the unfiltered list."""
+        empty = sorted(
+            {name for name, values in request.query_params.lists() if any(not value.strip() for value in values)}
+        )
+        if empty:
+            raise serializers.ValidationError(
+                {
+                    name: [serializers.ErrorDetail("Must not be empty.", code="blank")]
+                    for name in empty
+                }
             )
 
     def _refuse_unreadable_body(self, request: Request) -> None:

@@ -171,8 +171,9 @@ def test_the_same_key_with_another_reason_is_422_and_changes_nothing(client, cli
     ("query", "code", "message"),
     [
         ({}, "required", "This field is required."),
-        ({"reason": ""}, "blank", "This field may not be blank."),
-        ({"reason": "   "}, "blank", "This field may not be blank."),
+        # An empty query value is refused before the body of rules (docs/api-rules.md §5.5), with its message.
+        ({"reason": ""}, "blank", "Must not be empty."),
+        ({"reason": "   "}, "blank", "Must not be empty."),
         ({"reason": "x" * 501}, "max_length", "Ensure this field has no more than 500 characters."),
     ],
     ids=["missing", "empty", "blank", "too-long"],

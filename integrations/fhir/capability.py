@@ -31,7 +31,7 @@ def capability_statement(base: str) -> dict[str, Any]:
     for resource in RESOURCE_TYPES.values():
         entry: dict[str, Any] = {
             "type": resource.name,
-            "documentation": f"Scope `{resource.scope}`.",
+            "documentation": "Scope " + " or ".join(f"`{scope}`" for scope in resource.scopes) + ".",
             "interaction": [{"code": "read"}, {"code": "search-type"}],
             "searchParam": [
                 *(

@@ -89,3 +89,12 @@ def test_other_scopes_still_read_only_their_own_types(
     assert assert_outcome(response, 403, "forbidden") == f"This operation requires the scope {needed}."
     assert response["WWW-Authenticate"].endswith(f'scope="{needed}"')
     assert AuditLogEntry.objects.get(request_id=response["X-Request-ID"]).patient_ids == []
+
+
+def test_the_capability_statement_names_every_scope_that_reads_a_type(client: Client) -> None:
+    body = client.get("/fhir/R4/metadata").json()
+    documentation = {resource["type"]: resource["documentation"] for resource in body["rest"][0]["resource"]}
+
+    for name in RECORD_TYPES:
+        assert documentation[name].startswith(f"Scope `{OWN_SCOPE[name]}` or `emr:read`."), name
+    assert documentation["Patient"].startswith("Scope `patients:read`."), documentation["Patient"]

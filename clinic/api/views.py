@@ -126,10 +126,7 @@ class ClinicAPIView(AuditGuardedView):
         )
         if empty:
             raise serializers.ValidationError(
-                {
-                    name: [serializers.ErrorDetail("Must not be empty.", code="blank")]
-                    for name in empty
-                }
+                {name: [serializers.ErrorDetail("Must not be empty.", code="blank")] for name in empty}
             )
 
     def _refuse_unreadable_body(self, request: Request) -> None:

@@ -25,9 +25,7 @@ def assert_blank(response: Any, *names: str) -> None:
     assert response["Content-Type"] == "application/problem+json"
     body = response.json()
     assert body["code"] == "validation_error"
-    assert body["errors"] == [
-        {"field": name, "code": "blank", "message": "Must not be empty."} for name in names
-    ]
+    assert body["errors"] == [{"field": name, "code": "blank", "message": "Must not be empty."} for name in names]
 
 
 @pytest.fixture

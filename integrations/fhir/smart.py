@@ -48,8 +48,8 @@ def _reads(permissions: str) -> bool:
     return "r" in permissions or "s" in permissions
 
 
-def _scope_for(type_name: str, allowed: Sequence[str]) -> str | None:
-    return next((scope for scope in TYPE_SCOPES.get(type_name, ()) if scope in allowed), None)
+def _scope_for(type_name: str, client_scopes: Sequence[str]) -> str | None:
+    return next((scope for scope in TYPE_SCOPES.get(type_name, ()) if scope in client_scopes), None)
 
 
 def scopes_grant(requested: Sequence[str], allowed: Sequence[str]) -> list[str]:

@@ -10,6 +10,10 @@ the standard library, `requests` and `standardwebhooks`, which requirements.txt 
                                                     a booking; prints the appointment id
     wait --log L --appointment-id ID --timeout S    until exactly one correctly signed appointment.booked for
                                                     that appointment arrived (and nothing else), or fail
+    export --base URL --client-id ID --client-secret SECRET --timeout S
+                                                    a FHIR Bulk Data export of every Patient: kick-off, status
+                                                    polled until the export-worker role wrote it, the file
+                                                    downloaded; prints the number of resources
 """
 
 from __future__ import annotations
@@ -149,6 +153,52 @@ def wait(args: argparse.Namespace) -> None:
     say(f"webhook {deliveries[0]['webhook_id']}: appointment.booked, signature verified")
 
 
+def _session(base: str, client_id: str, client_secret: str) -> requests.Session:
+    session = requests.Session()
+    token = session.post(
+        f"{base}/api/v1/auth/token",
+        auth=(client_id, client_secret),
+        data={"grant_type": "client_credentials"},
+        timeout=10,
+    )
+    if token.status_code != 200:
+        sys.exit(f"token request: {token.status_code} {token.text[:500]}")
+    session.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+    return session
+
+
+def export(args: argparse.Namespace) -> None:
+    base = args.base.rstrip("/")
+    session = _session(base, args.client_id, args.client_secret)
+    kickoff = session.get(
+        f"{base}/fhir/R4/$export",
+        params={"_type": "Patient"},
+        headers={"Accept": "application/fhir+json", "Prefer": "respond-async"},
+        timeout=10,
+    )
+    if kickoff.status_code != 202:
+        sys.exit(f"export kick-off: {kickoff.status_code} {kickoff.text[:500]}")
+    status_url = kickoff.headers["Content-Location"]
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        status = session.get(status_url, timeout=10)
+        if status.status_code == 200:
+            break
+        if status.status_code != 202:
+            sys.exit(f"export status: {status.status_code} {status.text[:500]}")
+        time.sleep(0.5)
+    else:
+        sys.exit(f"the export was not written within {args.timeout} s (is the export-worker role consuming?)")
+    files = status.json()["output"]
+    if [entry["type"] for entry in files] != ["Patient"]:
+        sys.exit(f"export manifest: {status.text[:500]}")
+    ndjson = session.get(files[0]["url"], timeout=30)
+    lines = [line for line in ndjson.text.splitlines() if line.strip()]
+    if ndjson.status_code != 200 or not lines or json.loads(lines[0]).get("resourceType") != "Patient":
+        sys.exit(f"export file: {ndjson.status_code} {ndjson.text[:300]}")
+    say(f"FHIR export written by the export-worker role: {len(lines)} Patient resources")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -166,8 +216,13 @@ def main() -> None:
     p.add_argument("--appointment-id", required=True)
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--settle", type=float, default=2)
+    p = commands.add_parser("export")
+    p.add_argument("--base", required=True)
+    p.add_argument("--client-id", required=True)
+    p.add_argument("--client-secret", default=os.environ.get("ROLES_CLIENT_SECRET"))
+    p.add_argument("--timeout", type=float, default=90)
     args = parser.parse_args()
-    {"receive": receive, "book": book, "wait": wait}[args.command](args)
+    {"receive": receive, "book": book, "wait": wait, "export": export}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ responses on every operation, the token endpoints, webhooks, links) is clinic.ap
 from __future__ import annotations
 
 import inspect
-from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -31,7 +30,7 @@ class ClinicAutoSchema(AutoSchema):
       parameters cannot drift apart;
     - a view with `partial_patch = False` takes a complete body on PATCH (reschedule), not any subset;
     - no `format` query parameter for views with several renderers (Accept chooses);
-    - money and other decimals are JSON numbers: `format: decimal` with `multipleOf` their precision;
+    - money and other decimals are JSON numbers: `format: decimal` with `x-decimal-places` their places;
     - a component's description is its `openapi_description`, never a developer docstring (inherited
       ones included: every request body would otherwise describe StrictSerializer's internals);
     - an operation's description is its handler's docstring (`list`, `create`, an `@action`, or a plain
@@ -86,8 +85,10 @@ class ClinicAutoSchema(AutoSchema):
                 schema["maxItems"] = max_length
         types = schema.get("type")
         if isinstance(field, serializers.DecimalField) and "number" in (types if isinstance(types, list) else [types]):
+            # Not `multipleOf: 0.01`: standard validators test it in binary floating point and refuse 36.09
+            # or 0.07 as they parse them (docs/api-rules.md §1.4). The places are an extension instead.
             schema["format"] = "decimal"
-            schema["multipleOf"] = float(Decimal(1).scaleb(-(field.decimal_places or 0)))
+            schema["x-decimal-places"] = field.decimal_places or 0
         return schema
 
     def _map_basic_serializer(self, serializer: Any, direction: str) -> Any:

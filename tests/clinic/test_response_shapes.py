@@ -18,10 +18,11 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from integrations.webhooks.models import WebhookEvent
 from pharmacy.models import Batch, ReorderLevel
 from pharmacy.services import ReturnItem, dispense_return, prescription_cancel, stock_receive
 from tests.appointments.lifecycle_helpers import DAY
@@ -67,9 +68,18 @@ FILE_SIGNATURES = {"application/pdf": b"%PDF-"}
 
 @FORMATS.checks("decimal")
 def _decimal(value: object) -> bool:
-    """Money and quantities leave as JSON numbers (never strings); their places are `multipleOf`'s. (A null
-    where the type allows one is the type's business, not the format's.)"""
-    return value is None or (isinstance(value, int | Decimal) and not isinstance(value, bool))
+    """Money and quantities leave as JSON numbers (never strings), read here as an integrator's validator
+    reads them: plain floats. (A null where the type allows one is the type's business, not the format's.)"""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _decimal_places(validator: Any, places: int, instance: Any, schema: Any) -> Any:
+    """`x-decimal-places`: the number has at most that many places, as its shortest decimal form shows."""
+    if isinstance(instance, float) and Decimal(repr(instance)).as_tuple().exponent < -places:  # type: ignore[operator]
+        yield ValidationError(f"{instance!r} has more than {places} decimal places")
+
+
+Validator = validators.extend(Draft202012Validator, {"x-decimal-places": _decimal_places})
 
 
 def _closed(node: Any) -> Any:
@@ -98,7 +108,7 @@ def _validator(operation: Operation, status: int, media_type: str) -> Draft20201
     pointer = _pointer(
         "paths", operation.path, operation.method.lower(), "responses", str(status), "content", media_type, "schema"
     )
-    return Draft202012Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=REGISTRY, format_checker=FORMATS)
+    return Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=REGISTRY, format_checker=FORMATS)
 
 
 def _otc_stock(w: World) -> None:
@@ -271,11 +281,20 @@ def test_the_response_of_a_successful_call_is_valid_against_its_documented_schem
 ):
     case = cases.CASES[operation.operation_id]
     call = variant(world) if variant is not None else case.request(lambda reference: world.home, world)
+    events_before = set(WebhookEvent.objects.values_list("id", flat=True))
 
     response = call.send(client, world.token)
 
     status = str(response.status_code)
     assert status.startswith("2"), response.content
+    # The webhook bodies the call published, as a receiver parses them (plain floats), against the document.
+    for event in WebhookEvent.objects.exclude(id__in=events_before).order_by("created_at", "id"):
+        pointer = _pointer("webhooks", event.type, "post", "requestBody", "content", "application/json", "schema")
+        webhook = Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=REGISTRY, format_checker=FORMATS)
+        problems = sorted(webhook.iter_errors(json.loads(event.body())), key=str)
+        assert problems == [], f"{event.type}: " + "; ".join(
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in problems[:10]
+        )
     documented = operation.document["responses"]
     assert status in documented, f"{operation} answered an undocumented {status}"
     for header, spec in documented[status].get("headers", {}).items():
@@ -291,7 +310,7 @@ def test_the_response_of_a_successful_call_is_valid_against_its_documented_schem
         assert content[media_type]["schema"] == {"type": "string", "format": "binary"}
         assert response.content.startswith(FILE_SIGNATURES[media_type]), response.content[:100]
         return
-    body = json.loads(response.content, parse_float=Decimal)  # money compared exactly against multipleOf
+    body = json.loads(response.content)  # plain floats, as an integrator's client parses it
     errors = sorted(_validator(operation, response.status_code, media_type).iter_errors(body), key=str)
 
     assert errors == [], "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
@@ -325,4 +344,7 @@ def test_the_validator_refuses_what_the_document_does_not_allow():
         "required"
     ]
     assert "format" in {e.validator for e in payment.iter_errors({"payment": {"recorded_at": "2026-10-04T09:30:00"}})}
-    assert "multipleOf" in {e.validator for e in payment.iter_errors({"invoice": {"paid": Decimal("1.005")}})}
+    assert "x-decimal-places" in {e.validator for e in payment.iter_errors({"invoice": {"paid": 1.005}})}
+    # What multipleOf 0.01 refused as floats (36.09, 0.07, 8.2) is valid money.
+    for paid in (36.09, 0.07, 8.2, 1180.5, 12):
+        assert "x-decimal-places" not in {e.validator for e in payment.iter_errors({"invoice": {"paid": paid}})}

@@ -50,10 +50,12 @@ class InvoiceBranch(TypedDict):
 
 
 class InvoicePatient(TypedDict):
+    """Who is billed: ids and name only. A client with billing scopes alone sees no phone or other contact
+    (docs/api-rules.md §11.8); the patient's resource holds those, under patients:read."""
+
     id: uuid.UUID
     patient_id: str
     name: str
-    phone: str
 
 
 class InvoiceLineItem(TypedDict):
@@ -371,7 +373,7 @@ def invoice_detail(invoice: models.Invoice) -> InvoiceDetail:
         "date": invoice.date,
         "status": invoice.status,
         "branch": {"id": branch.id, "name": branch.name, "gstin": branch.gstin or None, "state": branch.state},
-        "patient": {"id": patient.id, "patient_id": patient.patient_id, "name": patient.name, "phone": patient.phone},
+        "patient": {"id": patient.id, "patient_id": patient.patient_id, "name": patient.name},
         "place_of_supply": invoice.place_of_supply,
         "place_of_supply_code": GST_STATE_CODES.get(invoice.place_of_supply),
         "line_items": [line_item_representation(line) for line in lines],

@@ -28,7 +28,6 @@ FINALIZED: dict[str, Any] = {
         "id": "3f1c9b0e-8f4a-4c55-9a36-1f3c6d2e7b10",
         "patient_id": "PAT-000123",
         "name": "Priya Sharma",
-        "phone": "+919876543210",
     },
     "line_items": [
         {

@@ -9,8 +9,7 @@ from rest_framework import serializers
 
 from appointments.models import Appointment
 from appointments.selectors import branch_filter_check, doctor_filter_check
-from clinic.api.serializers import OffsetDateTimeField, StrictSerializer
-from clinic.errors import NotFound
+from clinic.api.serializers import NAMES_NOTHING, OffsetDateTimeField, StrictSerializer, filter_visible
 from patients.models import Patient
 from patients.selectors import patient_get
 
@@ -65,24 +64,14 @@ class AppointmentListParams(serializers.Serializer):
     status = serializers.ChoiceField(choices=Appointment.Status.choices, required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        try:
-            return patient_get(client=self.context["client"], ref=value)
-        except NotFound:
-            raise serializers.ValidationError("No such patient available to this client.") from None
+        return filter_visible(self, patient_get, ref=value)
 
-    def validate_doctor_id(self, value: uuid.UUID) -> uuid.UUID:
-        try:
-            doctor_filter_check(client=self.context["client"], doctor_id=value)
-        except NotFound as exc:
-            raise serializers.ValidationError(exc.detail) from None
-        return value
+    def validate_doctor_id(self, value: uuid.UUID) -> Any:
+        # The check answers None when the doctor is one the client may see, else NAMES_NOTHING.
+        return value if filter_visible(self, doctor_filter_check, doctor_id=value) is None else NAMES_NOTHING
 
-    def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        try:
-            branch_filter_check(client=self.context["client"], branch_id=value)
-        except NotFound as exc:
-            raise serializers.ValidationError(exc.detail) from None
-        return value
+    def validate_branch_id(self, value: uuid.UUID) -> Any:
+        return value if filter_visible(self, branch_filter_check, branch_id=value) is None else NAMES_NOTHING
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

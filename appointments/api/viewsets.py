@@ -98,8 +98,9 @@ class AppointmentViewSet(ClinicViewSet):
     )
     def list(self, request: Request) -> Response:
         """Appointments at the branches the client may see, in slot order (then id). `date`, `date_from` and
-        `date_to` are the branch-local day of the slot. A `patient_id`, `doctor_id` or `branch_id` that does not
-        exist (or is not visible to the client) is a 400 naming it. Scope: `appointments:read`."""
+        `date_to` are the branch-local day of the slot. A `patient_id`, `doctor_id` or `branch_id` naming nothing
+        the client may see (at another branch or nowhere) answers an empty list; an empty or malformed one is
+        a 400 naming it. Scope: `appointments:read`."""
         params = AppointmentListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
         filters = pagination.filters

@@ -13,7 +13,14 @@ from rest_framework import serializers
 
 from billing import services
 from billing.models import Invoice, Payment
-from clinic.api.serializers import AsciiDecimalField, StrictSerializer, visible, visible_branch
+from clinic.api.serializers import (
+    AsciiDecimalField,
+    StrictSerializer,
+    filter_branch_id,
+    filter_visible,
+    visible,
+    visible_branch,
+)
 from clinic.errors import FieldError
 from clinic.lib import tax
 from clinic.models import Branch
@@ -260,10 +267,10 @@ class InvoiceListParams(serializers.Serializer):
     branch_id = serializers.UUIDField(required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible(self, patient_visible_get, ref=value)
+        return filter_visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return visible_branch(self, value).id
+        return filter_branch_id(self, value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

@@ -115,8 +115,9 @@ class InvoiceViewSet(ClinicViewSet[Invoice]):
     )
     def list(self, request: Request) -> Response:
         """Invoices at the branches the client may see, newest invoice date first (then most recently created,
-        then id). `date_from`/`date_to` are inclusive invoice dates. A `patient_id` or `branch_id` that does
-        not exist or is not visible to the client is a 400 naming it. Scope: `billing:read`."""
+        then id). `date_from`/`date_to` are inclusive invoice dates. A `patient_id` or `branch_id` naming nothing
+        the client may see (at another branch or nowhere) answers an empty list; an empty or malformed one is
+        a 400 naming it. Scope: `billing:read`."""
         params = InvoiceListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
         filters = pagination.filters

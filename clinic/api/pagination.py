@@ -20,6 +20,8 @@ from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from clinic.api.serializers import NAMES_NOTHING
+
 # Pages past this are refused (400) rather than sent to PostgreSQL: OFFSET is a bigint, and a page such as
 # 10**18 overflowed it (a 500). A billion pages of 100 is far beyond any list this service holds.
 MAX_PAGE = 1_000_000_000
@@ -72,6 +74,14 @@ def _validated_empty(serializer: serializers.Serializer) -> dict[str, Any] | Non
     return None if known is None else copy.deepcopy(known)
 
 
+class FilterNamesNothing(Exception):
+    """A list filter named an id the client may see nothing of: the answer is the empty first page."""
+
+    def __init__(self, pagination: HeaderPagination) -> None:
+        super().__init__("A filter names nothing the client may see.")
+        self.pagination = pagination
+
+
 class HeaderPagination:
     def __init__(self, request: Request, filters: serializers.Serializer | None = None) -> None:
         """Validate `page` and `per_page`, and the list's own `filters` serializer with them, so one 400
@@ -97,6 +107,8 @@ class HeaderPagination:
         self.page = params.validated_data["page"]
         self.per_page = params.validated_data["per_page"]
         self.filters = dict(filters.validated_data) if filters is not None else {}
+        if any(value is NAMES_NOTHING for value in self.filters.values()):
+            raise FilterNamesNothing(self)  # before any query: the list is empty whatever else it filters
 
     @property
     def offset(self) -> int:

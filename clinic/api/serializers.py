@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
@@ -157,6 +157,38 @@ def visible_branch(field: serializers.Field, branch_id: Any) -> Branch:
         return branch_visible_get(client=client_of(field), branch_id=branch_id)
     except NotFound as exc:
         raise serializers.ValidationError(exc.detail) from None
+
+
+class _NamesNothing:
+    """What a list filter holds when the id it names is none the client may see (NAMES_NOTHING)."""
+
+    def __repr__(self) -> str:
+        return "NAMES_NOTHING"
+
+
+# A list filter whose well-formed id names nothing the client may see: the list is empty, 200 (docs/api-rules.md
+# §5.4), whether the id exists at another branch or nowhere: a 400 for one and [] for the other would tell which
+# ids exist. clinic.api.pagination.HeaderPagination answers the empty page.
+NAMES_NOTHING: Any = _NamesNothing()
+
+
+def filter_visible(field: serializers.Field, read: Callable[..., T], **key: Any) -> T:
+    """A list filter's row, read as `visible` reads it, or NAMES_NOTHING when the client may see no such row."""
+    try:
+        return read(client=client_of(field), **key)
+    except NotFound:
+        return cast(T, NAMES_NOTHING)
+
+
+def filter_visible_branch(field: serializers.Field, branch_id: Any) -> Branch:
+    """A list filter's branch_id, as its branch, or NAMES_NOTHING when the client may see no such branch."""
+    return filter_visible(field, branch_visible_get, branch_id=branch_id)
+
+
+def filter_branch_id(field: serializers.Field, branch_id: Any) -> Any:
+    """A list filter's branch_id as the id of a branch the client may see, or NAMES_NOTHING."""
+    branch = filter_visible_branch(field, branch_id)
+    return branch if branch is NAMES_NOTHING else branch.id
 
 
 def visible(field: serializers.Field, read: Callable[..., T], **key: Any) -> T:

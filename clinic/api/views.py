@@ -21,6 +21,7 @@ from clinic.api import idempotency
 from clinic.api.authentication import request_client
 from clinic.api.context import request_context
 from clinic.api.errors import UnknownParameter
+from clinic.api.pagination import FilterNamesNothing
 from clinic.api.params import declared_query_params
 from clinic.api.schema import ClinicAutoSchema
 from integrations.models import ApiClient
@@ -117,6 +118,14 @@ class ClinicAPIView(AuditGuardedView):
                     for name in unknown
                 ],
             )
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, FilterNamesNothing):
+            # Not a refusal: a filter naming an id the client may see nothing of answers the empty list
+            # (docs/api-rules.md §5.4), whether the id exists at another branch or nowhere.
+            self.audit_patients([])
+            return exc.pagination.response([])
+        return super().handle_exception(exc)
 
     def _refuse_empty_parameters(self, request: Request) -> None:
         """400 naming every query parameter sent with an empty (or blank) value (docs/api-rules.md §5.5): a

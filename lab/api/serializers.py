@@ -15,6 +15,8 @@ from clinic.api.serializers import (
     BoundedListField,
     OffsetDateTimeField,
     StrictSerializer,
+    filter_visible,
+    filter_visible_branch,
     known_doctor,
     visible,
     visible_branch,
@@ -99,10 +101,10 @@ class LabOrderListParams(serializers.Serializer):
     priority = serializers.ChoiceField(choices=Priority.choices, required=False)
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible(self, patient_visible_get, ref=value)
+        return filter_visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> Branch:
-        return visible_branch(self, value)
+        return filter_visible_branch(self, value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:

@@ -65,8 +65,8 @@ class LabOrderViewSet(ClinicViewSet[LabOrderModel]):
         """Orders at the branches the client may see, newest first (then id), each with its items and results.
         Filters: `patient_id` (UUID or PAT-id), `branch_id`, `status`, `test` (a catalogue code), `priority`,
         and `date_from`/`date_to`, inclusive dates of creation at the order's branch. A `patient_id` or
-        `branch_id` that does not exist or is not visible to the client is a 400 naming it. Scope:
-        `lab:read`."""
+        `branch_id` naming nothing the client may see (at another branch or nowhere) answers an empty list; an
+        empty or malformed one is a 400 naming it. Scope: `lab:read`."""
         params = LabOrderListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
         filters = pagination.filters

@@ -16,6 +16,8 @@ from clinic.api.serializers import (
     AsciiDecimalField,
     StrictSerializer,
     client_of,
+    filter_branch_id,
+    filter_visible,
     known_doctor,
     visible,
     visible_branch,
@@ -65,6 +67,10 @@ class OptionalBooleanField(serializers.BooleanField):
     false)."""
 
     default_empty_html = serializers.empty
+
+
+def _prescription_read(*, client: Any, ref: str) -> Prescription:
+    return selectors.prescription_get(client=client, ref=ref)
 
 
 def _prescription(serializer: serializers.Serializer, prescription_id: uuid.UUID) -> Prescription:
@@ -130,7 +136,7 @@ class StockListParams(serializers.Serializer):
     )
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return visible_branch(self, value).id
+        return filter_branch_id(self, value)
 
 
 class StockReceiptSerializer(StrictSerializer):
@@ -223,10 +229,10 @@ class _DatedListParams(serializers.Serializer):
     date_to = serializers.DateField(required=False, help_text="Created on or before this day (branch-local).")
 
     def validate_patient_id(self, value: str) -> Patient:
-        return visible(self, patient_visible_get, ref=value)
+        return filter_visible(self, patient_visible_get, ref=value)
 
     def validate_branch_id(self, value: uuid.UUID) -> uuid.UUID:
-        return visible_branch(self, value).id
+        return filter_branch_id(self, value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "date_from" in attrs and "date_to" in attrs and attrs["date_from"] > attrs["date_to"]:
@@ -292,7 +298,7 @@ class DispenseListParams(_DatedListParams):
     prescription_id = serializers.UUIDField(required=False)
 
     def validate_prescription_id(self, value: uuid.UUID) -> Prescription:
-        return _prescription(self, value)
+        return filter_visible(self, _prescription_read, ref=str(value))
 
 
 class ReturnLineSerializer(StrictSerializer):

@@ -98,7 +98,7 @@ class StockViewSet(ClinicViewSet[StockMovementModel]):
         level, by drug code then branch code: `on_hand` counts the non-expired batches (expired stock is
         `expired_on_hand`, apart), `reorder_level` and `below_reorder`, and the batches holding stock, first
         expiry first, each flagged `expired` (its expiry date is not after today at the branch). Filters:
-        `branch_id` (a branch the client cannot see is a 400), `drug` (a code), `below_reorder`,
+        `branch_id` (a branch the client cannot see answers an empty list), `drug` (a code), `below_reorder`,
         `expiring_before` (a batch holding stock expires before that date). Scope: `pharmacy:read`."""
         params = StockListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
@@ -202,8 +202,8 @@ class PrescriptionViewSet(ClinicViewSet[PrescriptionModel]):
     def list(self, request: Request) -> Response:
         """Prescriptions at the branches the client may see, newest first (then id), with their items.
         Filters: `patient_id` (UUID or PAT-id), `branch_id`, `status`, and `date_from`/`date_to`, inclusive
-        dates of creation at the branch. A `patient_id` or `branch_id` not visible to the client is a 400 naming
-        it. Scope: `pharmacy:read`."""
+        dates of creation at the branch. A `patient_id` or `branch_id` naming nothing the client may see answers
+        an empty list. Scope: `pharmacy:read`."""
         params = PrescriptionListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
         filters = pagination.filters
@@ -315,7 +315,7 @@ class DispenseViewSet(ClinicViewSet[DispenseModel]):
     def list(self, request: Request) -> Response:
         """Dispenses at the branches the client may see, newest first (then id), with their lines and returns.
         Filters: `patient_id`, `branch_id`, `prescription_id`, `date_from`/`date_to` (inclusive, branch-local).
-        A reference the client cannot see is a 400 naming it. Scope: `pharmacy:read`."""
+        A reference naming nothing the client may see answers an empty list. Scope: `pharmacy:read`."""
         params = DispenseListParams(data=request.query_params, context={"client": self.api_client})
         pagination = HeaderPagination(request, params)
         filters = pagination.filters

@@ -118,9 +118,13 @@ class ApiClient(AbstractApplication):
         help_text="Inactive clients cannot obtain tokens, and their existing tokens stop working.",
     )
     # SMART Backend Services (docs/fhir.md section 7): the public keys of the client's signed assertions.
+    # Database defaults on the new columns: the release before them still creates clients while this one
+    # rolls out (README, "Release procedure": add columns nullable or with a database default).
     jwks_uri = models.CharField(
         max_length=2000,
         blank=True,
+        default="",
+        db_default="",
         validators=[validate_jwks_url],
         verbose_name="JWKS URL",
         help_text="https URL where the client publishes its public keys (JWKS). Or paste the keys below.",
@@ -135,6 +139,7 @@ class ApiClient(AbstractApplication):
     )
     assertion_only = models.BooleanField(
         default=False,
+        db_default=False,
         help_text="Refuse the client secret: tokens only for assertions signed with a key of the JWKS.",
     )
 

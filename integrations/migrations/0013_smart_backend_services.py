@@ -27,6 +27,7 @@ class Migration(migrations.Migration):
             model_name="apiclient",
             name="assertion_only",
             field=models.BooleanField(
+                db_default=False,
                 default=False,
                 help_text="Refuse the client secret: tokens only for assertions signed with a key of the JWKS.",
             ),
@@ -47,6 +48,8 @@ class Migration(migrations.Migration):
             name="jwks_uri",
             field=models.CharField(
                 blank=True,
+                db_default="",
+                default="",
                 help_text="https URL where the client publishes its public keys (JWKS). Or paste the keys below.",
                 max_length=2000,
                 validators=[integrations.clients.models.validate_jwks_url],

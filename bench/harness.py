@@ -146,3 +146,65 @@ def write(name: str, rows: list[dict[str, Any]]) -> None:
     ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+class OruWorld:
+    """A branch with a 10-analyte panel (a reference range each), a doctor, an adult patient and a registered
+    HL7 sender for the branch: what bench/hl7.py and bench/hl7_cpu.py send ORU^R01 results about."""
+
+    def __init__(self, sender_name: str) -> None:
+        from datetime import timedelta
+        from decimal import Decimal
+
+        from django.utils import timezone
+
+        from integrations.hl7.models import Hl7Sender
+        from lab.models import RangeSex, ReferenceRange
+        from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
+        from tests.lab.order_factories import AnalyteFactory, LabTestFactory
+        from tests.patients.factories import PatientFactory
+
+        self.code = code = f"B{time.time_ns() % 10**8}"
+        self.branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
+        self.panel: Any = LabTestFactory(code=f"P{code}", name="Bench panel")
+        for n in range(10):
+            analyte: Any = AnalyteFactory(test=self.panel, code=f"AN{n}", unit="g/dL", position=n)
+            ReferenceRange.objects.create(
+                analyte=analyte, sex=RangeSex.ANY, age_min_days=0, low=Decimal(10), high=Decimal(20)
+            )
+        self.doctor: Any = DoctorFactory(department=DepartmentFactory())
+        self.doctor.branches.add(self.branch)
+        self.patient: Any = PatientFactory(
+            patient_id=f"BENCH-{code}",
+            registration_branch=self.branch,
+            date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
+        )
+        sender, _ = Hl7Sender.objects.get_or_create(name=sender_name, defaults={"networks": ["127.0.0.1/32"]})
+        sender.branches.add(self.branch)  # a sender reports only on its branches' orders
+        self.now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
+
+    def collected_accession(self) -> str:
+        """A new order of the panel, collected: its item's accession number."""
+        from lab import services
+        from lab.models import Priority
+
+        order = services.lab_order_create(
+            branch=self.branch,
+            patient=self.patient,
+            doctor=self.doctor,
+            tests=[self.panel],
+            priority=Priority.ROUTINE,
+            ordered_by="bench",
+        )
+        services.lab_order_collect(order=order)
+        return str(order.items.get().accession_number)
+
+    def oru(self, n: int, accession: str) -> str:
+        """ORU^R01 number `n` with 10 final NM results for the order of `accession`."""
+        lines = [
+            f"MSH|^~\\&|BENCH|LAB|CLINIC|{self.code}|{self.now}||ORU^R01^ORU_R01|{self.code}-{n}|P|2.5.1",
+            f"PID|1||{self.patient.patient_id}",
+            f"ORC|RE|{accession}",
+            f"OBR|1|{accession}||{self.panel.code}|||{self.now}",
+        ] + [f"OBX|{i + 1}|NM|AN{i}||{12 + i % 5}.{n % 10}|g/dL|||||F|||{self.now}||^Bench^B" for i in range(10)]
+        return "\r".join(lines) + "\r"

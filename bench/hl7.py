@@ -23,12 +23,10 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ROOT, free_port, percentile, prepare
+from harness import RESULTS, ROOT, OruWorld, free_port, percentile, prepare
 
 VT, FS = b"\x0b", b"\x1c\r"
 
@@ -95,49 +93,9 @@ def _cpu_seconds_by_process(pid: int) -> dict[int, float]:
 
 
 def ingest(count: int, connections: int, processes: int) -> dict[str, Any]:
-    from django.utils import timezone
-
-    from integrations.hl7.models import Hl7Sender
-    from lab import services
-    from lab.models import Priority, RangeSex, ReferenceRange
-    from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
-    from tests.lab.order_factories import AnalyteFactory, LabTestFactory
-    from tests.patients.factories import PatientFactory
-
-    code = f"B{time.time_ns() % 10**8}"
-    branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
-    panel: Any = LabTestFactory(code=f"P{code}", name="Bench panel")
-    for n in range(10):
-        analyte: Any = AnalyteFactory(test=panel, code=f"AN{n}", unit="g/dL", position=n)
-        ReferenceRange.objects.create(
-            analyte=analyte, sex=RangeSex.ANY, age_min_days=0, low=Decimal(10), high=Decimal(20)
-        )
-    doctor: Any = DoctorFactory(department=DepartmentFactory())
-    doctor.branches.add(branch)
-    patient: Any = PatientFactory(
-        patient_id=f"BENCH-{code}",
-        registration_branch=branch,
-        date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
-    )
-    accessions = []
-    for _ in range(count):
-        order = services.lab_order_create(
-            branch=branch, patient=patient, doctor=doctor, tests=[panel], priority=Priority.ROUTINE, ordered_by="bench"
-        )
-        services.lab_order_collect(order=order)
-        accessions.append(order.items.get().accession_number)
-    sender, _ = Hl7Sender.objects.get_or_create(name="bench", defaults={"networks": ["127.0.0.1/32"]})
-    sender.branches.add(branch)  # a sender reports only on its branches' orders
-    now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
-
-    def oru(n: int, accession: str) -> str:
-        lines = [
-            f"MSH|^~\\&|BENCH|LAB|CLINIC|{code}|{now}||ORU^R01^ORU_R01|{code}-{n}|P|2.5.1",
-            f"PID|1||{patient.patient_id}",
-            f"ORC|RE|{accession}",
-            f"OBR|1|{accession}||{panel.code}|||{now}",
-        ] + [f"OBX|{i + 1}|NM|AN{i}||{12 + i % 5}.{n % 10}|g/dL|||||F|||{now}||^Bench^B" for i in range(10)]
-        return "\r".join(lines) + "\r"
+    world = OruWorld("bench")
+    accessions = [world.collected_accession() for _ in range(count)]
+    oru = world.oru
 
     port = free_port()
     # The listener as the hl7-listener role runs it: its own process(es), so the clients here take none of its

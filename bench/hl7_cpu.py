@@ -17,12 +17,11 @@ import os
 import statistics
 import sys
 import time
-from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clinic.settings")
 os.environ["DEBUG"] = "false"
@@ -39,48 +38,14 @@ def main() -> int:
 
     django.setup()
     from django.db import connection
-    from django.utils import timezone
+    from harness import OruWorld
 
     from integrations.hl7.inbound import message_handle
-    from integrations.hl7.models import Hl7Sender
-    from lab import services
-    from lab.models import Priority, RangeSex, ReferenceRange
-    from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
-    from tests.lab.order_factories import AnalyteFactory, LabTestFactory
-    from tests.patients.factories import PatientFactory
 
-    code = f"C{time.time_ns() % 10**8}"
-    branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
-    panel: Any = LabTestFactory(code=f"P{code}", name="Bench panel")
-    for n in range(10):
-        analyte: Any = AnalyteFactory(test=panel, code=f"AN{n}", unit="g/dL", position=n)
-        ReferenceRange.objects.create(
-            analyte=analyte, sex=RangeSex.ANY, age_min_days=0, low=Decimal(10), high=Decimal(20)
-        )
-    doctor: Any = DoctorFactory(department=DepartmentFactory())
-    doctor.branches.add(branch)
-    patient: Any = PatientFactory(
-        patient_id=f"BENCH-{code}",
-        registration_branch=branch,
-        date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
-    )
-    sender, _ = Hl7Sender.objects.get_or_create(name="bench-cpu", defaults={"networks": ["127.0.0.1/32"]})
-    sender.branches.add(branch)
-    now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
+    world = OruWorld("bench-cpu")
 
     def oru(n: int) -> bytes:
-        order = services.lab_order_create(
-            branch=branch, patient=patient, doctor=doctor, tests=[panel], priority=Priority.ROUTINE, ordered_by="bench"
-        )
-        services.lab_order_collect(order=order)
-        accession = order.items.get().accession_number
-        lines = [
-            f"MSH|^~\\&|BENCH|LAB|CLINIC|{code}|{now}||ORU^R01^ORU_R01|{code}-{n}|P|2.5.1",
-            f"PID|1||{patient.patient_id}",
-            f"ORC|RE|{accession}",
-            f"OBR|1|{accession}||{panel.code}|||{now}",
-        ] + [f"OBX|{i + 1}|NM|AN{i}||{12 + i % 5}.{n % 10}|g/dL|||||F|||{now}||^Bench^B" for i in range(10)]
-        return ("\r".join(lines) + "\r").encode()
+        return world.oru(n, world.collected_accession()).encode()
 
     statements = 0
 

@@ -165,7 +165,8 @@ class OruWorld:
         from tests.patients.factories import PatientFactory
 
         self.code = code = f"B{time.time_ns() % 10**8}"
-        self.branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
+        branch: Any = BranchFactory(code=code[:6], time_zone="Asia/Kolkata")
+        self.branch = branch
         self.panel: Any = LabTestFactory(code=f"P{code}", name="Bench panel")
         for n in range(10):
             analyte: Any = AnalyteFactory(test=self.panel, code=f"AN{n}", unit="g/dL", position=n)
@@ -180,7 +181,7 @@ class OruWorld:
             date_of_birth=timezone.localdate() - timedelta(days=40 * 365),
         )
         sender, _ = Hl7Sender.objects.get_or_create(name=sender_name, defaults={"networks": ["127.0.0.1/32"]})
-        sender.branches.add(self.branch)  # a sender reports only on its branches' orders
+        sender.branches.add(branch)  # a sender reports only on its branches' orders
         self.now = timezone.now().strftime("%Y%m%d%H%M%S+0000")
 
     def collected_accession(self) -> str:

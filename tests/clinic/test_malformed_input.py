@@ -325,7 +325,7 @@ def test_an_unterminated_string_of_escaped_quotes_is_refused_in_linear_time(clie
     started = time.monotonic()
     response = client.post("/api/v1/patients", body, content_type="application/json", **bearer(token))
 
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # the quadratic scan took minutes; a loaded machine takes < 1 s
     assert assert_problem(response, 400, "parse_error")["detail"] == "Request body is nested deeper than 64 levels."
 
 

@@ -213,7 +213,7 @@ def test_an_attempt_is_cut_off_at_the_total_timeout(receiver, settings):
 
     assert delivery_attempt(delivery_id=row.pk) == "retry"
 
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 4.5  # cut at 1 s, not at the receiver's 5
     attempt = WebhookAttempt.objects.get()
     assert (attempt.status_code, attempt.error) == (None, "No complete response within 1 s.")
     assert 900 <= attempt.duration_ms < 2500
@@ -361,7 +361,7 @@ def test_the_relay_skips_rows_locked_by_another_transaction_without_waiting(rece
     started = time.monotonic()
     try:
         assert deliveries_relay() == 1
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 5  # did not wait for the lock, held for 10 s
         assert delivery_attempt(delivery_id=locked.pk) == "skipped"  # locked: not this worker's now
     finally:
         release.set()

@@ -164,17 +164,19 @@ def test_idle_connections_cannot_lock_out_a_registered_modality(
     item = world.order([world.ct], at=datetime(2026, 12, 1, 9, 30, tzinfo=IST)).items.get()
     port = serve(DICOM_ARTIM_TIMEOUT_SECONDS=30, DICOM_MAX_ASSOCIATIONS=10, DICOM_MAX_ASSOCIATIONS_PER_ADDRESS=4)
 
+    # Each exchange is bounded at 10 s, a third of the ARTIM: far above a loaded machine's time, far below what
+    # waiting for an idle connection to be closed would take.
     with idle_sockets(port, count, sources=sources):
         started = time.monotonic()
         assert echoscu(port).returncode == 0
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 10
         started = time.monotonic()
         found = findscu(port, ["AccessionNumber"])
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 10
         assert (found.returncode, [a.AccessionNumber for a in found.answers]) == (0, [item.accession_number])
         started = time.monotonic()
         assert scu_echo_and_find(port) == (0, [item.accession_number])
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 10
 
 
 def test_a_connection_without_an_association_request_is_closed_at_artim(serve: Callable[..., int]) -> None:
@@ -277,7 +279,9 @@ def test_idle_connections_reconnecting_as_fast_as_they_are_closed_cannot_lock_ou
             for _ in range(3):
                 started = time.monotonic()
                 found = findscu(port, ["AccessionNumber"])
-                assert (found.returncode, time.monotonic() - started < 1) == (0, True), found.log
+                # Served, and not by waiting for an idle socket's 30 s ARTIM timeout to free a place: a
+                # third of it is a bound a loaded CI machine does not reach and a lock-out cannot beat.
+                assert (found.returncode, time.monotonic() - started < 10) == (0, True), found.log
                 assert [a.AccessionNumber for a in found.answers] == [item.accession_number]
                 assert echoscu(port).returncode == 0
         finally:

@@ -27,6 +27,7 @@ class AppointmentDoctor(TypedDict):
 class Appointment(TypedDict):
     """An appointment, as the API returns it and the appointment events carry it."""
 
+    id: Annotated[str, Format.UUID]
     appointment_id: Annotated[str, Format.UUID]
     token_number: Annotated[int, Doc("Queue position, per doctor per branch-local day.")]
     status: Annotated[str, models.Appointment.Status]
@@ -64,6 +65,7 @@ def _local_or_none(value: datetime | None, appointment: models.Appointment) -> s
 def appointment_payload(appointment: models.Appointment) -> Appointment:
     doctor = appointment.doctor
     return {
+        "id": str(appointment.id),
         "appointment_id": str(appointment.id),
         "token_number": appointment.token_number,
         "status": appointment.status,

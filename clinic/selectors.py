@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import cast
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, cast
 
-from django.db.models import Prefetch, QuerySet
+from django.db import connection
+from django.db.models import Model, Prefetch, QuerySet
 
 from clinic.errors import FieldError, NotFound
-from clinic.models import Branch, Doctor
+from clinic.models import Branch, Department, Doctor
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 
@@ -88,23 +91,64 @@ def doctor_get(*, client: ApiClient, doctor_id: str) -> Doctor:
         key = uuid.UUID(doctor_id)
     except ValueError:
         raise NotFound(f"No doctor {doctor_id!r}.") from None
-    # One statement over the doctor's branch links, each joined to its doctor and branch, limited to the
-    # active branches the client may see: the doctor is visible exactly when a link is found (the rule of
-    # Doctor.objects.visible_to), and the links bring the branches a detail, a slot query and a booking use.
-    # Every booking and slot query starts here; this is one statement where the doctor read and then its
-    # branches were two (bench/results/plans_retired.md).
-    links = list(
-        Doctor.branches.through.objects.filter(
-            doctor_id=key, doctor__is_active=True, branch__in=_visible_active_branches(client)
-        )
-        .select_related("doctor__department", "branch")
-        .order_by("branch__code")
-    )
-    if not links:
+    # One constant statement over the doctor's branch links, each joined to its doctor, department and branch,
+    # limited to the active branches the client may see: the doctor is visible exactly when a link is found
+    # (the rule of Doctor.objects.visible_to, with the client's branch ids as the parameter), and the links
+    # bring the branches a detail, a slot query and a booking use. Every booking and slot query starts here;
+    # composing it through the ORM cost about 3 ms of CPU per request (bench/results/plans_retired.md).
+    # tests/clinic/test_doctor_statement.py holds the ORM read it must agree with.
+    allowed = client_branch_ids(client)
+    any_branch, at_branches = _doctor_statements()
+    with connection.cursor() as cursor:
+        if allowed is None:
+            cursor.execute(any_branch, [key])
+        else:
+            cursor.execute(at_branches, [key, list(allowed)])
+        rows = cursor.fetchall()
+    if not rows:
         raise NotFound(f"No doctor {doctor_id!r}.")
-    doctor = links[0].doctor
-    doctor.__dict__[_VISIBLE_BRANCHES] = [link.branch for link in links]
+    first = _split(rows[0])
+    doctor = cast(Doctor, first[0])
+    doctor.department = cast(Department, first[1])
+    doctor.__dict__[_VISIBLE_BRANCHES] = [_split(row)[2] for row in rows]
     return doctor
+
+
+_JOINED: tuple[type[Model], ...] = (Doctor, Department, Branch)
+
+
+@cache
+def _doctor_statements() -> tuple[str, str]:
+    """The doctor-with-branches read for a client that sees every branch, and for one limited to some (its
+    branch ids the last parameter). Every identifier is a model's own table or column name."""
+    link = Doctor.branches.through._meta
+    to_doctor, to_branch = link.get_field("doctor").column, link.get_field("branch").column
+    aliases = dict(zip(_JOINED, ("d", "dep", "b"), strict=True))
+    columns = ", ".join(f'{aliases[model]}."{field.column}"' for model in _JOINED for field in _fields(model))
+    sql = (
+        f'SELECT {columns} FROM "{link.db_table}" l'  # noqa: S608 - identifiers from _meta, values are parameters
+        f' JOIN "{Doctor._meta.db_table}" d ON d.id = l."{to_doctor}"'
+        f' JOIN "{Department._meta.db_table}" dep ON dep.id = d."{Doctor._meta.get_field("department").column}"'
+        f' JOIN "{Branch._meta.db_table}" b ON b.id = l."{to_branch}"'
+        f' WHERE l."{to_doctor}" = %s AND d.is_active AND b.is_active'
+    )
+    return f"{sql} ORDER BY b.code", f"{sql} AND b.id = ANY(%s) ORDER BY b.code"
+
+
+def _fields(model: type[Model]) -> Sequence[Any]:
+    return model._meta.concrete_fields
+
+
+def _split(row: Sequence[Any]) -> list[Model]:
+    """The row's doctor, department and branch, built as Django builds a loaded row (Model.from_db)."""
+    made: list[Model] = []
+    start = 0
+    for model in _JOINED:
+        fields = _fields(model)
+        values = row[start : start + len(fields)]
+        made.append(model.from_db(connection.alias, [field.attname for field in fields], values))
+        start += len(fields)
+    return made
 
 
 def doctor_branches_visible(*, client: ApiClient, doctor: Doctor) -> list[Branch]:

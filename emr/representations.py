@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Annotated, Any, TypedDict, cast
 from zoneinfo import ZoneInfo
 
-from clinic.lib.shapes import DateText, Doc, Format, Number, UUIDText
+from clinic.lib.shapes import DateText, Deprecated, Doc, Format, Number, UUIDText
 from emr.selectors import ClinicalRecord, SectionPage
 from lab import models as lab_models
 from patients import models as patient_models
@@ -36,7 +36,8 @@ class RecordDoctor(TypedDict):
 class Encounter(TypedDict):
     """A visit: an outpatient consultation (a completed appointment adds one) or an inpatient stay."""
 
-    encounter_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    encounter_id: Annotated[str, Format.UUID, Deprecated("id")]
     type: VisitType
     start: Annotated[str, Format.DATE_TIME, Doc("With the visit branch's UTC offset.")]
     end: Annotated[str | None, Format.DATE_TIME]
@@ -47,7 +48,8 @@ class Encounter(TypedDict):
 
 
 class RecordDiagnosis(TypedDict):
-    diagnosis_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    diagnosis_id: Annotated[str, Format.UUID, Deprecated("id")]
     code: Annotated[str, Doc("e.g. E11.9")]
     system: Annotated[str, Doc("e.g. ICD-10")]
     description: str
@@ -56,14 +58,16 @@ class RecordDiagnosis(TypedDict):
 
 
 class RecordAllergy(TypedDict):
-    allergy_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    allergy_id: Annotated[str, Format.UUID, Deprecated("id")]
     substance: str
     reaction: str | None
     severity: Annotated[str, Doc("mild, moderate or severe.")]
 
 
 class RecordMedication(TypedDict):
-    medication_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    medication_id: Annotated[str, Format.UUID, Deprecated("id")]
     name: str
     dosage: str | None
     frequency: str | None
@@ -84,7 +88,8 @@ class RecordPrescriptionItem(TypedDict):
 
 
 class RecordPrescription(TypedDict):
-    prescription_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    prescription_id: Annotated[str, Format.UUID, Deprecated("id")]
     prescription_number: str
     status: Annotated[str, Doc("active, completed or cancelled.")]
     branch_id: UUIDText
@@ -102,7 +107,8 @@ class RecordDispenseLine(TypedDict):
 
 
 class RecordDispense(TypedDict):
-    dispense_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    dispense_id: Annotated[str, Format.UUID, Deprecated("id")]
     dispense_number: str
     branch_id: UUIDText
     prescription_id: UUIDText | None
@@ -113,7 +119,8 @@ class RecordDispense(TypedDict):
 class RecordLabResult(TypedDict):
     """The current version of one analyte's result (or an imaging report: no analyte, text value)."""
 
-    result_id: UUIDText
+    id: Annotated[str, Format.UUID]
+    result_id: Annotated[str, Format.UUID, Deprecated("id")]
     order_id: UUIDText
     order_number: str
     test: Annotated[str, Doc("The test's code, e.g. CBC.")]
@@ -199,6 +206,7 @@ def _doctor(doctor: Any) -> RecordDoctor | None:
 
 def encounter_data(visit: patient_models.Visit) -> Encounter:
     return {
+        "id": str(visit.id),
         "encounter_id": str(visit.id),
         "type": cast(VisitType, visit.type),
         "start": _local(visit.start, visit.branch.time_zone),
@@ -212,6 +220,7 @@ def encounter_data(visit: patient_models.Visit) -> Encounter:
 
 def diagnosis_data(diagnosis: patient_models.Diagnosis) -> RecordDiagnosis:
     return {
+        "id": str(diagnosis.id),
         "diagnosis_id": str(diagnosis.id),
         "code": diagnosis.code,
         "system": diagnosis.system,
@@ -223,6 +232,7 @@ def diagnosis_data(diagnosis: patient_models.Diagnosis) -> RecordDiagnosis:
 
 def allergy_data(allergy: patient_models.Allergy) -> RecordAllergy:
     return {
+        "id": str(allergy.id),
         "allergy_id": str(allergy.id),
         "substance": allergy.substance,
         "reaction": allergy.reaction or None,
@@ -232,6 +242,7 @@ def allergy_data(allergy: patient_models.Allergy) -> RecordAllergy:
 
 def medication_data(medication: patient_models.Medication) -> RecordMedication:
     return {
+        "id": str(medication.id),
         "medication_id": str(medication.id),
         "name": medication.name,
         "dosage": medication.dosage or None,
@@ -247,6 +258,7 @@ def _drug_name(drug: pharmacy_models.Drug) -> str:
 
 def prescription_data(prescription: pharmacy_models.Prescription) -> RecordPrescription:
     return {
+        "id": str(prescription.id),
         "prescription_id": str(prescription.id),
         "prescription_number": prescription.prescription_number,
         "status": prescription.status,
@@ -272,6 +284,7 @@ def prescription_data(prescription: pharmacy_models.Prescription) -> RecordPresc
 
 def dispense_data(dispense: pharmacy_models.Dispense) -> RecordDispense:
     return {
+        "id": str(dispense.id),
         "dispense_id": str(dispense.id),
         "dispense_number": dispense.dispense_number,
         "branch_id": str(dispense.branch_id),
@@ -293,6 +306,7 @@ def dispense_data(dispense: pharmacy_models.Dispense) -> RecordDispense:
 def lab_result_data(result: lab_models.LabResult) -> RecordLabResult:
     order, test, analyte = result.item.order, result.item.test, result.analyte
     return {
+        "id": str(result.id),
         "result_id": str(result.id),
         "order_id": str(order.id),
         "order_number": order.order_number,

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Annotated, TypedDict
 from zoneinfo import ZoneInfo
 
-from clinic.lib.shapes import Doc, Format, Number
+from clinic.lib.shapes import Deprecated, Doc, Format, Number
 from lab import models
 
 # --- Catalogue ---------------------------------------------------------------------------------------------
@@ -140,7 +140,8 @@ class LabResultVersion(TypedDict):
     """One version of a result: a quantity (`value_quantity`, with its unit) or text (`value_text`; an imaging
     report is text without an analyte)."""
 
-    result_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    result_id: Annotated[str, Format.UUID, Deprecated("id")]
     version: int
     status: Annotated[str, models.ResultStatus]
     value_quantity: ResultValue
@@ -171,7 +172,8 @@ class LabOrderResult(TypedDict):
 
 
 class LabOrderItem(TypedDict):
-    item_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    item_id: Annotated[str, Format.UUID, Deprecated("id")]
     test: LabOrderTest
     accession_number: Annotated[str, Doc("Per branch and year, e.g. BLR-26-0000123.")]
     status: Annotated[str, models.ItemStatus]
@@ -190,7 +192,8 @@ class LabOrderItem(TypedDict):
 class LabOrder(TypedDict):
     """A lab or imaging order, as the API returns it and the lab order events carry it."""
 
-    order_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    order_id: Annotated[str, Format.UUID, Deprecated("id")]
     order_number: Annotated[str, Doc("Per branch and calendar year, gap-free: BLR-LAB-2026-000123.")]
     status: Annotated[str, models.OrderStatus]
     priority: Annotated[str, models.Priority]
@@ -217,6 +220,7 @@ def _local_or_none(value: datetime | None, zone: ZoneInfo) -> str | None:
 
 def _result_version(result: models.LabResult, zone: ZoneInfo) -> LabResultVersion:
     return {
+        "id": str(result.id),
         "result_id": str(result.id),
         "version": result.version,
         "status": result.status,
@@ -262,6 +266,7 @@ def _item(item: models.LabOrderItem, zone: ZoneInfo) -> LabOrderItem:
     test = item.test
     imaging = test.kind == models.TestKind.IMAGING
     return {
+        "id": str(item.id),
         "item_id": str(item.id),
         "test": {"code": test.code, "name": test.name, "loinc_code": test.loinc_code, "kind": test.kind},
         "accession_number": item.accession_number,
@@ -278,6 +283,7 @@ def lab_order_representation(order: models.LabOrder) -> LabOrder:
     items with their tests and results)."""
     zone = order.branch.zone
     return {
+        "id": str(order.id),
         "order_id": str(order.id),
         "order_number": order.order_number,
         "status": order.status,

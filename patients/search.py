@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from django.conf import settings
@@ -47,6 +47,7 @@ class SearchFilters:
     branch_ids: frozenset[uuid.UUID] | None = None  # the client's restriction (None: all branches)
     branch_id: uuid.UUID | None = None
     registered_after: date | None = None
+    registered_until: datetime | None = None  # the list's snapshot (`as_of`): later registrations left out
 
     def sql(self, alias: str) -> tuple[str, list[Any]]:
         clauses: list[str] = []
@@ -61,6 +62,9 @@ class SearchFilters:
             # Registered after the given day in the service's time zone, as registered_at__date means it.
             clauses.append(f"({alias}.registered_at AT TIME ZONE %s)::date > %s")
             params.extend([settings.TIME_ZONE, self.registered_after])
+        if self.registered_until is not None:
+            clauses.append(f"{alias}.registered_at <= %s")
+            params.append(self.registered_until)
         return "".join(f" AND {clause}" for clause in clauses), params
 
 

@@ -11,11 +11,11 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from typing import Any
 
-from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField, UUIDField, Value
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Greatest, Replace, Upper
 from django.db.models.lookups import Exact
@@ -37,35 +37,75 @@ def visible_patients(client: ApiClient) -> QuerySet[Patient]:
     return Patient.objects.visible_to(client)
 
 
-def _by_ref(patients: QuerySet[Patient], ref: str) -> QuerySet[Patient]:
-    """Filter by UUID or by business patient_id (case and hyphens ignored, via its expression index).
-    A reference with non-ASCII digits names nobody: uuid.UUID would read Arabic-Indic digits as hex digits."""
-    if has_non_ascii_digit(ref):
-        return patients.none()
-    try:
-        return patients.filter(id=uuid.UUID(ref))
-    except ValueError:
-        return patients.alias(patient_id_key=Upper(Replace("patient_id", Value("-"), Value("")))).filter(
-            patient_id_key=normalise_patient_ref(ref)
-        )
-
-
-def _one(patients: QuerySet[Patient], ref: str | uuid.UUID) -> Patient | None:
-    """The patient `ref` names among `patients` (UUID, else business patient_id); a merged record resolves
-    to the one that survived, if that one is among `patients` too."""
-    patient = (patients.filter(id=ref) if isinstance(ref, uuid.UUID) else _by_ref(patients, ref)).first()
-    if patient is not None and patient.merged_into_id is not None:
-        patient = patients.filter(id=patient.merged_into_id).first()
-    return patient
-
-
 def patient_get(*, client: ApiClient, ref: str) -> Patient:
     """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle). A patient
     merged into another resolves to the record that survived (FHIR Patient.link "replaced-by"): ids an
     integrator kept keep working, and reads and writes reach the one current record."""
-    patient = _one(visible_patients(client), ref)
+    patient = _patient_named(client, ref)
+    if patient is not None and patient.merged_into_id is not None:
+        patient = _patient_named(client, patient.merged_into_id)
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
+    return patient
+
+
+# Constant statements (docs/architecture.md §6): every booking, lab order, invoice, prescription and dispense
+# names its patient, and composing this read through the ORM cost about 2 ms of CPU per request
+# (bench/results/plans_retired.md). `Model.objects.raw()` builds the patient as a loaded row (the encrypted
+# fields' converters included); the client's branch ids are the rule's parameter (Patient.objects.visible_to:
+# registered at one of them). tests/patients/test_patient_statement.py holds them to the ORM reads they stand for.
+@cache
+def _patient_statements(kind: str, restricted: bool, profile: bool) -> str:
+    """By `kind` ("id" or "key", the business id), limited to some branches or not, with the profile's
+    annotations and branch or not. The table keeps its own name as alias, which _SECTIONS and _MERGED_IDS
+    correlate to."""
+    meta, branch_meta = Patient._meta, Branch._meta
+    table = meta.db_table
+    columns = [f'{table}."{field.column}"' for field in meta.concrete_fields]
+    joins = ""
+    if profile:
+        columns += [f"({_SECTIONS}) AS sections", f"{_MERGED_IDS} AS merged_ids"]
+        columns += [f'b."{field.column}" AS "{_BRANCH_COLUMN}{field.attname}"' for field in branch_meta.concrete_fields]
+        joins = f' JOIN "{branch_meta.db_table}" b ON b.id = {table}."{meta.get_field("registration_branch").column}"'
+    if kind == "id":
+        where = f"{table}.id = %s"
+    else:  # the expression of the business id's index (what _by_ref filters on), so the index answers it
+        where = f"""UPPER(REPLACE({table}."{meta.get_field("patient_id").column}", '-', '')) = %s"""
+    if restricted:
+        where += f' AND {table}."{meta.get_field("registration_branch").column}" = ANY(%s)'
+    first = " ORDER BY 1 LIMIT 1" if kind == "key" else ""
+    return f'SELECT {", ".join(columns)} FROM "{table}"{joins} WHERE {where}{first}'  # noqa: S608 - from _meta
+
+
+_BRANCH_COLUMN = "registration_branch__"
+
+
+def _patient_named(client: ApiClient | None, ref: str | uuid.UUID, profile_day: date | None = None) -> Patient | None:
+    """The patient `ref` names before following a merge
+    (UUID, else business patient_id; non-ASCII digits name nobody, as uuid.UUID would read Arabic-Indic
+    digits as hex digits) when registered at a branch the client may see (None: any branch, for the event
+    loaders). With `profile_day`, with the profile's small sections as of that day, the ids of the records
+    merged into it and its branch."""
+    kind: str
+    value: Any
+    if isinstance(ref, uuid.UUID):
+        kind, value = "id", ref
+    elif has_non_ascii_digit(ref):
+        return None
+    else:
+        try:
+            kind, value = "id", uuid.UUID(ref)
+        except ValueError:
+            kind, value = "key", normalise_patient_ref(ref)
+    allowed = client_branch_ids(client) if client is not None else None
+    params: list[Any] = [Diagnosis.Status.ACTIVE, profile_day] if profile_day is not None else []
+    params += [value] if allowed is None else [value, list(allowed)]
+    statement = _patient_statements(kind, allowed is not None, profile_day is not None)
+    patient = next(iter(Patient.objects.raw(statement, params)), None)
+    if patient is not None and profile_day is not None:
+        fields = Branch._meta.concrete_fields
+        values = [getattr(patient, f"{_BRANCH_COLUMN}{field.attname}") for field in fields]
+        patient.registration_branch = Branch.from_db(connection.alias, [field.attname for field in fields], values)
     return patient
 
 
@@ -146,31 +186,24 @@ ORDER BY v.start DESC, v.id
 """
 
 
-def _with_profile(patients: QuerySet[Patient], today: date) -> QuerySet[Patient]:
-    """The patients with their branch and the profile's annotations: the small sections (as of `today`) and
-    the ids of the records merged into each."""
-    sections = RawSQL(  # noqa: S611 - fixed SQL; the date is a parameter
-        _SECTIONS, [Diagnosis.Status.ACTIVE, today], output_field=TextField()
-    )
-    merged_ids = RawSQL(_MERGED_IDS, [], output_field=ArrayField(UUIDField()))  # noqa: S611 - fixed SQL
-    return patients.select_related("registration_branch").annotate(sections=sections, merged_ids=merged_ids)
-
-
 def patient_profile(*, client: ApiClient, ref: str) -> PatientProfile:
     """A visible patient's profile in two statements whatever its size: the patient with its branch and
     its small sections (insurance, active diagnoses, allergies, current medications), then its visits.
     A merged patient's ref resolves to the surviving record (one more statement), as in patient_get."""
-    return _profile(visible_patients(client), ref)
+    return _profile(client, ref)
 
 
 def patient_profile_load(*, patient_id: uuid.UUID) -> PatientProfile:
     """Any patient's profile, read as patient_profile reads it but under no client's restriction: what the
     patient events carry (their subscriptions filter by branch themselves)."""
-    return _profile(Patient.objects.all(), patient_id)
+    return _profile(None, patient_id)
 
 
-def _profile(patients: QuerySet[Patient], ref: str | uuid.UUID) -> PatientProfile:
-    patient: Any = _one(_with_profile(patients, timezone.localdate()), ref)
+def _profile(client: ApiClient | None, ref: str | uuid.UUID) -> PatientProfile:
+    today = timezone.localdate()
+    patient: Any = _patient_named(client, ref, today)
+    if patient is not None and patient.merged_into_id is not None:
+        patient = _patient_named(client, patient.merged_into_id, today)
     if patient is None:
         raise NotFound(f"No patient {ref!r}.")
     with connection.cursor() as cursor:
@@ -301,12 +334,16 @@ def patient_list(
     limit: int,
     branch_id: uuid.UUID | None = None,
     registered_after: date | None = None,
+    as_of: datetime | None = None,
 ) -> tuple[list[Patient], int]:
-    """One page of visible patients, most recently registered first, and how many there are.
+    """One page of visible patients, most recently registered first, and how many there are; with `as_of`,
+    as the list stood then (patients registered later left out: the paging snapshot).
 
     Neither the total nor a deep page counts or skips every patient: both come from RegistrationCount
     (see _locate), and the page is read with an OFFSET within one day of registrations. Its ids come from
-    the order index first, so the last visit is looked up for the page's rows only, not for skipped ones."""
+    the order index first, so the last visit is looked up for the page's rows only, not for skipped ones.
+    Patients registered after `as_of` are the first rows of the newest-first order: they are counted (a
+    short range of the registration index) and skipped, so the counters still give the rest."""
     branches = _list_branches(client, branch_id)
     if branches == []:
         return [], 0
@@ -315,21 +352,21 @@ def patient_list(
         since = _registered_since(registered_after)
         if since is None:
             return [], 0
-    located = _locate(branches, since, offset)
-    if offset >= located.total:
-        return [], located.total
     rows = visible_patients(client)
     if branch_id is not None:
         rows = rows.filter(registration_branch_id=branch_id)
     if since is not None:
         rows = rows.filter(registered_at__gte=since)
+    newer = rows.filter(registered_at__gt=as_of).count() if as_of is not None else 0
+    located = _locate(branches, since, offset + newer)
+    total = located.total - newer
+    if offset >= total:
+        return [], total
     if located.until is not None:
         rows = rows.filter(registered_at__lt=located.until)
-    start = offset - located.before
+    start = offset + newer - located.before
     page_ids = rows.order_by("-registered_at", "id").values("id")[start : start + limit]
-    return list(
-        _summaries(visible_patients(client)).filter(id__in=page_ids).order_by("-registered_at", "id")
-    ), located.total
+    return list(_summaries(visible_patients(client)).filter(id__in=page_ids).order_by("-registered_at", "id")), total
 
 
 def patient_search(
@@ -340,10 +377,15 @@ def patient_search(
     limit: int,
     branch_id: uuid.UUID | None = None,
     registered_after: date | None = None,
+    as_of: datetime | None = None,
 ) -> tuple[list[Patient], int]:
-    """One page of visible patients matching `search`, best first, and the number of matches."""
+    """One page of visible patients matching `search`, best first, and the number of matches; with `as_of`,
+    patients registered after it left out (the paging snapshot)."""
     filters = SearchFilters(
-        branch_ids=client_branch_ids(client), branch_id=branch_id, registered_after=registered_after
+        branch_ids=client_branch_ids(client),
+        branch_id=branch_id,
+        registered_after=registered_after,
+        registered_until=as_of,
     )
     ids, total = patient_search_ids(search, filters, offset=offset, limit=limit)
     found = {patient.id: patient for patient in _summaries(visible_patients(client)).filter(id__in=ids)}

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from clinic.lib.shapes import DateText, Doc, Format, Money, Number
+from clinic.lib.shapes import DateText, Deprecated, Doc, Format, Money, Number
 from clinic.lib.tax import round_money
 from patients.models import Patient
 from pharmacy import models
@@ -83,7 +83,8 @@ def drug_ref(drug: models.Drug) -> DrugRef:
 
 
 class StockBatch(TypedDict):
-    batch_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    batch_id: Annotated[str, Format.UUID, Deprecated("id")]
     batch_number: str
     expiry_date: DateText
     quantity_on_hand: Annotated[int, Doc("Units; the sum of the batch's ledger movements.")]
@@ -94,6 +95,7 @@ class StockBatch(TypedDict):
 
 def stock_batch_representation(batch: models.Batch, today: date) -> StockBatch:
     return {
+        "id": str(batch.id),
         "batch_id": str(batch.id),
         "batch_number": batch.batch_number,
         "expiry_date": batch.expiry_date.isoformat(),
@@ -201,7 +203,8 @@ class PharmacyDoctor(TypedDict):
 
 
 class PrescriptionItem(TypedDict):
-    item_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    item_id: Annotated[str, Format.UUID, Deprecated("id")]
     drug: DrugRef
     dose: str
     frequency: str
@@ -216,7 +219,8 @@ class PrescriptionItem(TypedDict):
 class Prescription(TypedDict):
     """A prescription as the API returns it and the prescription events carry it."""
 
-    prescription_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    prescription_id: Annotated[str, Format.UUID, Deprecated("id")]
     prescription_number: Annotated[str, Doc("Per branch and calendar year, gap-free: BLR-RX-2026-000123.")]
     status: Annotated[str, models.PrescriptionStatus]
     patient: PharmacyPatient
@@ -239,6 +243,7 @@ def prescription_representation(prescription: models.Prescription) -> Prescripti
     zone = prescription.branch.zone
     open_ = prescription.status == models.PrescriptionStatus.ACTIVE
     return {
+        "id": str(prescription.id),
         "prescription_id": str(prescription.id),
         "prescription_number": prescription.prescription_number,
         "status": prescription.status,
@@ -248,6 +253,7 @@ def prescription_representation(prescription: models.Prescription) -> Prescripti
         "appointment_id": str(prescription.appointment_id) if prescription.appointment_id else None,
         "items": [
             {
+                "id": str(item.id),
                 "item_id": str(item.id),
                 "drug": drug_ref(item.drug),
                 "dose": item.dose,
@@ -272,7 +278,8 @@ def prescription_representation(prescription: models.Prescription) -> Prescripti
 
 
 class DispenseLine(TypedDict):
-    line_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    line_id: Annotated[str, Format.UUID, Deprecated("id")]
     drug: DrugRef
     batch_number: str
     expiry_date: DateText
@@ -293,7 +300,8 @@ class DispenseReturnLine(TypedDict):
 
 
 class DispenseReturn(TypedDict):
-    return_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    return_id: Annotated[str, Format.UUID, Deprecated("id")]
     reason: str
     returned_by: str
     at: Annotated[str, Format.DATE_TIME]
@@ -303,7 +311,8 @@ class DispenseReturn(TypedDict):
 class Dispense(TypedDict):
     """A dispense as the API returns it and `dispense.completed` carries it."""
 
-    dispense_id: Annotated[str, Format.UUID]
+    id: Annotated[str, Format.UUID]
+    dispense_id: Annotated[str, Format.UUID, Deprecated("id")]
     dispense_number: Annotated[str, Doc("Per branch and calendar year, gap-free: BLR-DSP-2026-000123.")]
     branch_id: Annotated[str, Format.UUID]
     patient: Annotated[PharmacyPatient | None, Doc("Null for an over-the-counter sale to a walk-in.")]
@@ -323,6 +332,7 @@ def dispense_representation(dispense: models.Dispense) -> Dispense:
     zone = dispense.branch.zone
     lines: list[DispenseLine] = [
         {
+            "id": str(line.id),
             "line_id": str(line.id),
             "drug": drug_ref(line.drug),
             "batch_number": line.batch.batch_number,
@@ -337,6 +347,7 @@ def dispense_representation(dispense: models.Dispense) -> Dispense:
     ]
     prescription = dispense.prescription
     return {
+        "id": str(dispense.id),
         "dispense_id": str(dispense.id),
         "dispense_number": dispense.dispense_number,
         "branch_id": str(dispense.branch_id),
@@ -348,6 +359,7 @@ def dispense_representation(dispense: models.Dispense) -> Dispense:
         "total": sum((line["amount"] for line in lines), Decimal("0.00")),
         "returns": [
             {
+                "id": str(back.id),
                 "return_id": str(back.id),
                 "reason": back.reason,
                 "returned_by": back.returned_by,

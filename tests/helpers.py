@@ -136,6 +136,18 @@ def error_codes(response: Any) -> list[tuple[str, str]]:
     return [(error["field"], error["code"]) for error in assert_problem(response, 400, "validation_error")["errors"]]
 
 
+def link_snapshot(header: str) -> str:
+    """The `as_of` every link of a list's `Link` header carries (URL-encoded, as it is in the links), checked to
+    be one instant, within the last minute."""
+    found = set(re.findall(r"[?&]as_of=([^&>]+)", header))
+    assert len(found) == 1, header
+    assert header.count("as_of=") == len(header.split(", ")), header
+    (encoded,) = found
+    instant = datetime.fromisoformat(encoded.replace("%2B", "+").replace("%3A", ":"))
+    assert timedelta(0) <= timezone.now() - instant < timedelta(minutes=1), header
+    return encoded
+
+
 def parse_links(header: str, path: str) -> dict[str, dict[str, list[str]]]:
     """rel -> query parameters of its target, checking each target is the absolute URL of `path`."""
     links = {}

@@ -42,6 +42,7 @@ RESCHEDULE = OpenApiExample(
 
 # Typed as the shape, so mypy holds the examples to it.
 APPOINTMENT: Appointment = {
+    "id": "5b8f5a8e-3c2d-4d7e-9a0b-1c2d3e4f5a6b",
     "appointment_id": "5b8f5a8e-3c2d-4d7e-9a0b-1c2d3e4f5a6b",
     "token_number": 7,
     "status": "booked",

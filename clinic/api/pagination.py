@@ -2,6 +2,11 @@
 
 `X-Total-Count` holds the number of matching rows; `Link` (RFC 8288) has first, prev, next and last.
 `page` >= 1 and `per_page` 1..100 are validated (400 naming the parameter); a page past the end is `[]`.
+
+Paging is stable (CONTRACT §21): a list of records is read as it stood at `as_of`, the instant of its first
+page, which every `Link` URL carries; a record added after it (a patient registered between page 1 and page 2,
+which goes first in a newest-first list) is left out of the later pages instead of pushing a row of page 1
+onto page 2. Lists that are not of records (stock levels, an aggregate per drug) take no boundary.
 """
 
 from __future__ import annotations
@@ -9,18 +14,21 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import Model, QuerySet
 from django.http import QueryDict
+from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from clinic.api.serializers import NAMES_NOTHING
+from clinic.api.serializers import NAMES_NOTHING, OffsetDateTimeField
 
 # Pages past this are refused (400) rather than sent to PostgreSQL: OFFSET is a bigint, and a page such as
 # 10**18 overflowed it (a 500). A billion pages of 100 is far beyond any list this service holds.
@@ -37,6 +45,30 @@ class PageParams(serializers.Serializer):
         default=settings.API_PAGE_SIZE_DEFAULT,
         help_text="Items per page.",
     )
+    as_of = OffsetDateTimeField(
+        required=False,
+        help_text=(
+            "The list as it stood at this instant: records added later are left out, so a record added while "
+            "a client pages never shifts the later pages. Leave it out on the first page; the `Link` URLs "
+            "carry the first page's instant."
+        ),
+    )
+
+
+# The field that says when a row was added, per model: `created_at`, or the model's `paging_added_field`
+# (a patient's `registered_at`); None for a model with neither (its lists take no boundary).
+_ADDED_FIELD: dict[type[Model], str | None] = {}
+
+
+def added_field(model: type[Model]) -> str | None:
+    if model not in _ADDED_FIELD:
+        name = getattr(model, "paging_added_field", "created_at")
+        try:
+            model._meta.get_field(name)
+        except FieldDoesNotExist:
+            name = None
+        _ADDED_FIELD[model] = name
+    return _ADDED_FIELD[model]
 
 
 # Per params class: its validated data for an empty query string, or None when that must be validated anew.
@@ -88,6 +120,11 @@ class HeaderPagination:
         names every bad parameter of either kind. The valid filters are `self.filters`."""
         self.request = request
         self.total = 0
+        # The list's snapshot: the instant the client's `as_of` names (a later page), else now (the first page,
+        # read as it stands: nothing to leave out). The links of a list of records carry it.
+        self.as_of = timezone.now()
+        self.snapshot: datetime | None = None
+        self.bounded = False
         self.page: int
         self.per_page: int
         self.filters: dict[str, Any]
@@ -106,6 +143,8 @@ class HeaderPagination:
             raise serializers.ValidationError(errors)
         self.page = params.validated_data["page"]
         self.per_page = params.validated_data["per_page"]
+        self.snapshot = params.validated_data.get("as_of")
+        self.as_of = self.snapshot or self.as_of
         self.filters = dict(filters.validated_data) if filters is not None else {}
         if any(value is NAMES_NOTHING for value in self.filters.values()):
             raise FilterNamesNothing(self)  # before any query: the list is empty whatever else it filters
@@ -118,6 +157,10 @@ class HeaderPagination:
         if not isinstance(queryset, QuerySet):
             self.total = len(queryset)
             return list(queryset[self.offset : self.offset + self.per_page])
+        field = added_field(queryset.model)
+        self.bounded = field is not None
+        if field is not None and self.snapshot is not None:
+            queryset = queryset.filter(**{f"{field}__lte": self.snapshot})
         # The page first: a page that is neither full nor past the end holds the last rows, so it gives the
         # total without the COUNT (one statement instead of two on every short list, such as the branches);
         # so does an empty first page (a filter that matches nothing has a total of 0).
@@ -128,9 +171,11 @@ class HeaderPagination:
             self.total = queryset.count()
         return page
 
-    def use_page(self, items: list[Any], total: int) -> list[Any]:
-        """For a page computed elsewhere (a search that counts and slices in SQL itself)."""
+    def use_page(self, items: list[Any], total: int, *, bounded: bool = False) -> list[Any]:
+        """For a page computed elsewhere (a search that counts and slices in SQL itself); `bounded` when it
+        was read as of `self.as_of`."""
         self.total = total
+        self.bounded = bounded
         return items
 
     def response(self, data: list[Any]) -> Response:
@@ -148,6 +193,8 @@ class HeaderPagination:
         scheme, netloc, path, query, fragment = urlsplit(self.request.build_absolute_uri())
         params = parse_qs(query, keep_blank_values=True)
         params["per_page"] = [str(self.per_page)]
+        if self.bounded:
+            params["as_of"] = [self.as_of.isoformat()]
 
         def page_url(page: int) -> str:
             params["page"] = [str(page)]

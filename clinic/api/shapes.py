@@ -28,10 +28,10 @@ from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
 
 from django.db.models import Choices as DjangoChoices
-from drf_spectacular.utils import inline_serializer
+from drf_spectacular.utils import extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 
-from clinic.lib.shapes import Choices, Doc, Format, Money, Number, Range
+from clinic.lib.shapes import Choices, Deprecated, Doc, Format, Money, Number, Range
 
 _TEXT_FIELDS: dict[Format, type[serializers.Field]] = {
     Format.UUID: serializers.UUIDField,
@@ -67,6 +67,8 @@ def _field(hint: Any, *, required: bool) -> serializers.Field:
     for item in metadata:
         if isinstance(item, Doc):
             kwargs["help_text"] = item.text
+        elif isinstance(item, Deprecated):
+            kwargs["help_text"] = f"Deprecated: the same value as `{item.use}`, kept for v1 clients."
     formats = {item for item in metadata if isinstance(item, Format)}
     bounds = next((item for item in metadata if isinstance(item, Range)), None)
     if bounds is not None:
@@ -133,6 +135,9 @@ def _component(typed_dict: type) -> type[serializers.Serializer]:
     required = cast(Any, typed_dict).__required_keys__
     fields = {name: _field(hint, required=name in required) for name, hint in hints.items()}
     serializer = inline_serializer(typed_dict.__name__, fields).__class__
+    deprecated = [name for name, hint in hints.items() if any(isinstance(m, Deprecated) for m in _unwrap(hint)[1])]
+    if deprecated:
+        serializer = extend_schema_serializer(deprecate_fields=deprecated)(serializer)
     doc = typed_dict.__doc__
     if doc and doc.strip() and not doc.startswith(typed_dict.__name__ + "("):
         cast(Any, serializer).openapi_description = " ".join(doc.split())

@@ -1,7 +1,7 @@
 """The markers a representation (`<app>/representations.py`) annotates its TypedDicts with, for what a Python
 type cannot say: a description (Doc), a string's format (Format, and the UUIDText, DateText and DateTimeText
 aliases for text a builder writes itself), a decimal's precision (Number, Money), the labelled values of a
-TextChoices (Choices) and an integer's bounds (Range).
+TextChoices (Choices), an integer's bounds (Range) and a field kept only for older clients (Deprecated).
 
 They are plain values with no DRF in sight, so the domain core imports no interface (the layering rule);
 clinic.api.shapes reads them to derive the OpenAPI components.
@@ -19,6 +19,14 @@ class Doc:
     """The field's description in the OpenAPI document."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """A field kept in v1 for older clients, marked `deprecated: true` in the OpenAPI document; `use` names the
+    field that replaces it (an older self-reference such as `order_id` replaced by `id`, CONTRACT §21)."""
+
+    use: str
 
 
 @dataclass(frozen=True)

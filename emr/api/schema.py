@@ -28,6 +28,7 @@ RECORD: dict[str, Any] = {
     "encounters": _section(
         [
             {
+                "id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
                 "encounter_id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
                 "type": "outpatient",
                 "start": "2026-03-02T10:30:00+05:30",
@@ -44,6 +45,7 @@ RECORD: dict[str, Any] = {
     "diagnoses": _section(
         [
             {
+                "id": "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e",
                 "diagnosis_id": "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e",
                 "code": "E11.9",
                 "system": "ICD-10",
@@ -56,6 +58,7 @@ RECORD: dict[str, Any] = {
     "allergies": _section(
         [
             {
+                "id": "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f",
                 "allergy_id": "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f",
                 "substance": "Penicillin",
                 "reaction": "Rash",
@@ -66,6 +69,7 @@ RECORD: dict[str, Any] = {
     "medications": _section(
         [
             {
+                "id": "3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a",
                 "medication_id": "3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a",
                 "name": "Metformin",
                 "dosage": "500 mg",
@@ -78,6 +82,7 @@ RECORD: dict[str, Any] = {
     "prescriptions": _section(
         [
             {
+                "id": "4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a7b",
                 "prescription_id": "4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a7b",
                 "prescription_number": "BLR-RX-2026-000042",
                 "status": "active",
@@ -103,6 +108,7 @@ RECORD: dict[str, Any] = {
     "dispenses": _section(
         [
             {
+                "id": "5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c",
                 "dispense_id": "5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c",
                 "dispense_number": "BLR-DSP-2026-000077",
                 "branch_id": _BLR,
@@ -123,6 +129,7 @@ RECORD: dict[str, Any] = {
     "results": _section(
         [
             {
+                "id": "6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d",
                 "result_id": "6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d",
                 "order_id": "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e",
                 "order_number": "BLR-LAB-2026-000123",

@@ -94,6 +94,7 @@ LAB_TESTS_EXAMPLE = OpenApiExample("Lab and imaging tests", response_only=True, 
 ORDER_ID = "7c0e4b1a-3d2f-4e5a-9b6c-1d2e3f4a5b6c"
 BRANCH_ID = "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591"
 ORDER: dict[str, Any] = {
+    "id": ORDER_ID,
     "order_id": ORDER_ID,
     "order_number": "BLR-LAB-2026-000123",
     "status": "ordered",
@@ -106,6 +107,7 @@ ORDER: dict[str, Any] = {
     "invoice_id": "0f4b6c1e-2a7d-4c1b-9e55-3d8a1b2c4d5e",
     "items": [
         {
+            "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
             "item_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
             "test": {"code": "CBC", "name": "Complete blood count", "loinc_code": "58410-2", "kind": "lab"},
             "accession_number": "BLR-26-0000457",
@@ -116,6 +118,7 @@ ORDER: dict[str, Any] = {
             "results": [],
         },
         {
+            "id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
             "item_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
             "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "loinc_code": "36643-5", "kind": "imaging"},
             "accession_number": "BLR-26-0000458",
@@ -229,6 +232,7 @@ def _resulted() -> dict[str, Any]:
     item = order["items"][0]
     item["status"] = "final"
     version = {
+        "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
         "result_id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
         "version": 1,
         "status": "final",

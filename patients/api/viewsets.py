@@ -57,13 +57,22 @@ class PatientViewSet(ClinicViewSet[Patient]):
         search = filters.pop("search", None)
         if search:
             found, total = selectors.patient_search(
-                client=self.api_client, search=search, offset=pagination.offset, limit=pagination.per_page, **filters
+                client=self.api_client,
+                search=search,
+                offset=pagination.offset,
+                limit=pagination.per_page,
+                as_of=pagination.snapshot,
+                **filters,
             )
         else:
             found, total = selectors.patient_list(
-                client=self.api_client, offset=pagination.offset, limit=pagination.per_page, **filters
+                client=self.api_client,
+                offset=pagination.offset,
+                limit=pagination.per_page,
+                as_of=pagination.snapshot,
+                **filters,
             )
-        page = pagination.use_page(found, total)
+        page = pagination.use_page(found, total, bounded=True)
         self.audit_patients(patient.id for patient in page)
         today = timezone.localdate()
         return pagination.response([patient_summary(patient, today) for patient in page])

@@ -58,6 +58,7 @@ AMOX_REF = {
     "unit": "capsule",
 }
 BATCH = {
+    "id": "8d3f4e50-6172-4c83-8d94-1e0f9a8b7c63",
     "batch_id": "8d3f4e50-6172-4c83-8d94-1e0f9a8b7c63",
     "batch_number": "CR2611A",
     "expiry_date": "2028-03-31",
@@ -76,6 +77,7 @@ STOCK: dict[str, Any] = {
     "batches": [
         {
             **BATCH,
+            "id": "9e405f61-7283-4d94-9ea5-2f1a0b9c8d74",
             "batch_id": "9e405f61-7283-4d94-9ea5-2f1a0b9c8d74",
             "batch_number": "CR2509X",
             "expiry_date": "2026-10-31",
@@ -150,6 +152,7 @@ INSUFFICIENT_STOCK = problem_body(
 # --- Prescriptions
 
 PRESCRIPTION: dict[str, Any] = {
+    "id": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
     "prescription_id": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
     "prescription_number": "BLR-RX-2026-000123",
     "status": "active",
@@ -159,6 +162,7 @@ PRESCRIPTION: dict[str, Any] = {
     "appointment_id": None,
     "items": [
         {
+            "id": "b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e",
             "item_id": "b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e",
             "drug": AMOX_REF,
             "dose": "1 capsule",
@@ -219,6 +223,7 @@ INVALID_STATE_CANCEL = problem_body(
 # --- Dispenses
 
 DISPENSE: dict[str, Any] = {
+    "id": "c3d4e5f6-a7b8-4c9d-8e0f-2a3b4c5d6e7f",
     "dispense_id": "c3d4e5f6-a7b8-4c9d-8e0f-2a3b4c5d6e7f",
     "dispense_number": "BLR-DSP-2026-000456",
     "branch_id": BRANCH_ID,
@@ -228,6 +233,7 @@ DISPENSE: dict[str, Any] = {
     "invoice_id": "0f4b6c1e-2a7d-4c1b-9e55-3d8a1b2c4d5e",
     "lines": [
         {
+            "id": "d4e5f6a7-b8c9-4d0e-9f1a-3b4c5d6e7f80",
             "line_id": "d4e5f6a7-b8c9-4d0e-9f1a-3b4c5d6e7f80",
             "drug": AMOX_REF,
             "batch_number": "MX2604B",
@@ -239,6 +245,7 @@ DISPENSE: dict[str, Any] = {
             "prescription_item_id": "b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e",
         },
         {
+            "id": "e5f6a7b8-c9d0-4e1f-8a2b-4c5d6e7f8091",
             "line_id": "e5f6a7b8-c9d0-4e1f-8a2b-4c5d6e7f8091",
             "drug": AMOX_REF,
             "batch_number": "MX2611C",
@@ -270,6 +277,7 @@ def _returned() -> dict[str, Any]:
     returned["lines"][1]["returned_quantity"] = 2
     returned["returns"] = [
         {
+            "id": "f6a7b8c9-d0e1-4f2a-9b3c-5d6e7f8091a2",
             "return_id": "f6a7b8c9-d0e1-4f2a-9b3c-5d6e7f8091a2",
             "reason": "Course changed",
             "returned_by": "api:Front desk",

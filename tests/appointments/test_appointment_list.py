@@ -18,7 +18,7 @@ from appointments.models import Appointment
 from tests.appointments.factories import AppointmentFactory
 from tests.appointments.lifecycle_helpers import APPOINTMENTS, DAY, NEXT_DAY, get_appointment
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
-from tests.helpers import assert_field_errors, assert_problem, at, bearer
+from tests.helpers import assert_field_errors, assert_problem, at, bearer, link_snapshot
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db
@@ -324,9 +324,9 @@ def test_malformed_filters_are_400_naming_each_parameter(client, roster, reader,
 # --- Pagination ------------------------------------------------------------------------------------------
 
 
-def link(rels: dict[str, int], per_page: int) -> str:
+def link(rels: dict[str, int], per_page: int, as_of: str) -> str:
     return ", ".join(
-        f'<http://testserver/api/v1/appointments?page={page}&per_page={per_page}>; rel="{rel}"'
+        f'<http://testserver/api/v1/appointments?as_of={as_of}&page={page}&per_page={per_page}>; rel="{rel}"'
         for rel, page in rels.items()
     )
 
@@ -345,7 +345,7 @@ def test_pages_follow_the_order_with_total_and_links(client, roster, reader, pag
     assert response.status_code == 200, response.content
     assert [item["appointment_id"] for item in response.json()] == roster.everything[slice_]
     assert response["X-Total-Count"] == "7"
-    assert response["Link"] == link(rels, 3)
+    assert response["Link"] == link(rels, 3, link_snapshot(response["Link"]))
 
 
 def test_a_page_past_the_end_is_an_empty_array(client, roster, reader):
@@ -354,7 +354,7 @@ def test_a_page_past_the_end_is_an_empty_array(client, roster, reader):
     assert response.status_code == 200, response.content
     assert response.json() == []
     assert response["X-Total-Count"] == "7"
-    assert response["Link"] == link({"first": 1, "prev": 3, "last": 3}, 3)
+    assert response["Link"] == link({"first": 1, "prev": 3, "last": 3}, 3, link_snapshot(response["Link"]))
 
 
 def test_the_default_page_has_twenty_appointments(client, roster, reader):
@@ -376,7 +376,7 @@ def test_the_default_page_has_twenty_appointments(client, roster, reader):
 
     assert len(response.json()) == 20
     assert response["X-Total-Count"] == "21"
-    assert response["Link"] == link({"first": 1, "next": 2, "last": 2}, 20)
+    assert response["Link"] == link({"first": 1, "next": 2, "last": 2}, 20, link_snapshot(response["Link"]))
 
 
 @pytest.mark.parametrize(

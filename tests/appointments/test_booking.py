@@ -97,6 +97,7 @@ def test_booking_a_free_cell_returns_201_with_the_appointment_and_stores_it(clie
     appointment = Appointment.objects.get()
     assert response["Location"] == f"/api/v1/appointments/{appointment.id}"
     assert response.json() == {
+        "id": str(appointment.id),
         "appointment_id": str(appointment.id),
         "token_number": 1,
         "status": "booked",

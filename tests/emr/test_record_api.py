@@ -64,6 +64,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(world.visit.id),
                     "encounter_id": str(world.visit.id),
                     "type": "outpatient",
                     "start": _local(world.visit.start),
@@ -74,6 +75,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
                     "reason": "Fever for five days",
                 },
                 {
+                    "id": str(world.old_visit.id),
                     "encounter_id": str(world.old_visit.id),
                     "type": "outpatient",
                     "start": _local(world.old_visit.start),
@@ -92,6 +94,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(world.diagnosis.id),
                     "diagnosis_id": str(world.diagnosis.id),
                     "code": "E11.9",
                     "system": "ICD-10",
@@ -100,6 +103,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
                     "status": "active",
                 },
                 {
+                    "id": str(world.past_diagnosis.id),
                     "diagnosis_id": str(world.past_diagnosis.id),
                     "code": "J06.9",
                     "system": "ICD-10",
@@ -116,6 +120,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(world.allergy.id),
                     "allergy_id": str(world.allergy.id),
                     "substance": "Penicillin",
                     "reaction": "Rash",
@@ -130,6 +135,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(medication.id),
                     "medication_id": str(medication.id),
                     "name": medication.name,
                     "dosage": medication.dosage or None,
@@ -146,6 +152,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(world.prescription.id),
                     "prescription_id": str(world.prescription.id),
                     "prescription_number": world.prescription.prescription_number,
                     "status": world.prescription.status,
@@ -175,6 +182,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(world.dispense.id),
                     "dispense_id": str(world.dispense.id),
                     "dispense_number": world.dispense.dispense_number,
                     "branch_id": str(world.blr.id),
@@ -199,6 +207,7 @@ def test_record_shows_every_section_of_the_visible_branches(world: RecordWorld, 
             "next": None,
             "items": [
                 {
+                    "id": str(first.id),
                     "result_id": str(first.id),
                     "order_id": str(world.order.id),
                     "order_number": world.order.order_number,

@@ -56,6 +56,7 @@ def test_create_answers_201_with_the_exact_order(lab: LabWorld) -> None:
     year, yy = _year(), _year() % 100
     assert response["Location"] == f"/api/v1/lab/orders/{order.id}"
     assert response.json() == {
+        "id": str(order.id),
         "order_id": str(order.id),
         "order_number": f"BLR-LAB-{year}-000001",
         "status": "ordered",
@@ -68,6 +69,7 @@ def test_create_answers_201_with_the_exact_order(lab: LabWorld) -> None:
         "invoice_id": None,
         "items": [
             {
+                "id": str(cbc_item.id),
                 "item_id": str(cbc_item.id),
                 "test": {"code": "CBC", "name": "Complete blood count", "loinc_code": "58410-2", "kind": "lab"},
                 "accession_number": f"BLR-{yy:02d}-0000001",
@@ -78,6 +80,7 @@ def test_create_answers_201_with_the_exact_order(lab: LabWorld) -> None:
                 "results": [],
             },
             {
+                "id": str(xray_item.id),
                 "item_id": str(xray_item.id),
                 "test": {"code": "XR-CHEST", "name": "Chest X-ray PA view", "loinc_code": "36643-5", "kind": "imaging"},
                 "accession_number": f"BLR-{yy:02d}-0000002",

@@ -15,7 +15,7 @@ from django.utils import timezone
 from integrations.models import AuditLogEntry
 from patients.models import Patient
 from tests.factories import BranchFactory
-from tests.helpers import bearer
+from tests.helpers import bearer, link_snapshot
 from tests.patients.factories import PATIENTS, PatientFactory, VisitFactory, build_population
 
 pytestmark = pytest.mark.django_db
@@ -132,10 +132,10 @@ def test_pages_with_total_count_and_link_header(client, reader, branch):
 
     assert [p["id"] for p in response.json()] == [str(patients[2].id), str(patients[1].id)]
     assert response["X-Total-Count"] == "5"
-    base = "http://testserver/api/v1/patients"
+    base = f"http://testserver/api/v1/patients?as_of={link_snapshot(response['Link'])}"
     assert response["Link"] == (
-        f'<{base}?page=1&per_page=2>; rel="first", <{base}?page=1&per_page=2>; rel="prev", '
-        f'<{base}?page=3&per_page=2>; rel="next", <{base}?page=3&per_page=2>; rel="last"'
+        f'<{base}&page=1&per_page=2>; rel="first", <{base}&page=1&per_page=2>; rel="prev", '
+        f'<{base}&page=3&per_page=2>; rel="next", <{base}&page=3&per_page=2>; rel="last"'
     )
 
 

@@ -68,6 +68,7 @@ def test_an_otc_dispense_takes_first_expiry_first_and_answers_the_whole_dispense
         "unit": "tablet",
     }
     assert body(response) == {
+        "id": str(dispense.id),
         "dispense_id": str(dispense.id),
         "dispense_number": f"BLR-DSP-{_year()}-000001",
         "branch_id": str(world.blr.id),
@@ -77,6 +78,7 @@ def test_an_otc_dispense_takes_first_expiry_first_and_answers_the_whole_dispense
         "invoice_id": None,
         "lines": [
             {
+                "id": str(lines[0].id),
                 "line_id": str(lines[0].id),
                 "drug": ref,
                 "batch_number": "SOON",
@@ -88,6 +90,7 @@ def test_an_otc_dispense_takes_first_expiry_first_and_answers_the_whole_dispense
                 "prescription_item_id": None,
             },
             {
+                "id": str(lines[1].id),
                 "line_id": str(lines[1].id),
                 "drug": ref,
                 "batch_number": "LATE",

@@ -59,6 +59,7 @@ def test_a_prescription_is_created_numbered_and_shown_whole(client, world):
     amox, para = prescription.items.order_by("position")
     assert response["Location"] == f"{PRESCRIPTIONS}/{prescription.id}"
     assert body(response) == {
+        "id": str(prescription.id),
         "prescription_id": str(prescription.id),
         "prescription_number": f"BLR-RX-{today().year}-000001",
         "status": "active",
@@ -68,6 +69,7 @@ def test_a_prescription_is_created_numbered_and_shown_whole(client, world):
         "appointment_id": None,
         "items": [
             {
+                "id": str(amox.id),
                 "item_id": str(amox.id),
                 "drug": {
                     "code": "AMOX500",
@@ -86,6 +88,7 @@ def test_a_prescription_is_created_numbered_and_shown_whole(client, world):
                 "remaining": 15,
             },
             {
+                "id": str(para.id),
                 "item_id": str(para.id),
                 "drug": {
                     "code": "PARA500",

@@ -105,6 +105,7 @@ def test_a_receipt_creates_the_batch_and_answers_the_movement(client, world):
         "drug": PARA_REF,
         "branch_id": str(world.blr.id),
         "batch": {
+            "id": str(batch.id),
             "batch_id": str(batch.id),
             "batch_number": "CR2611A",
             "expiry_date": (today() + timedelta(days=400)).isoformat(),
@@ -238,6 +239,7 @@ def test_the_stock_list_shows_on_hand_apart_from_expired_stock_with_reorder_leve
             "below_reorder": True,
             "batches": [
                 {
+                    "id": str(old.id),
                     "batch_id": str(old.id),
                     "batch_number": "OLD",
                     "expiry_date": old.expiry_date.isoformat(),
@@ -247,6 +249,7 @@ def test_the_stock_list_shows_on_hand_apart_from_expired_stock_with_reorder_leve
                     "expired": True,
                 },
                 {
+                    "id": str(fresh.id),
                     "batch_id": str(fresh.id),
                     "batch_number": "NEW",
                     "expiry_date": fresh.expiry_date.isoformat(),

@@ -559,6 +559,29 @@ def test_the_hourly_token_purge_forgets_the_jtis_of_expired_assertions(smart_cli
     assert list(ClientAssertion.objects.values_list("jti", flat=True)) == ["current"]
 
 
+def test_a_valid_assertion_gets_a_token_from_an_address_over_its_anonymous_limit(
+    client, smart_client, rsa_private, settings
+):
+    api_client = smart_client(["patients:read"])
+    settings.ANONYMOUS_RATE_LIMIT = 2
+    address = {"REMOTE_ADDR": "203.0.113.50"}
+    assert [client.get("/api/v1/patients", **address).status_code for _ in range(3)] == [401, 401, 429]
+
+    valid = sign(rsa_private, api_client.client_id)
+    issued = client.post(TOKEN_URL, assertion_form(valid), **address)
+    replayed = client.post(TOKEN_URL, assertion_form(valid), **address)  # a jti seen before proves nothing
+    wrong_key = client.post(TOKEN_URL, assertion_form(sign(rsa_key(), api_client.client_id)), **address)
+    no_signature = client.post(TOKEN_URL, assertion_form(unsigned(api_client.client_id)), **address)
+
+    assert issued.status_code == 200, issued.content
+    assert issued.json()["scope"] == "patients:read"
+    for refused in (replayed, wrong_key, no_signature):
+        body = assert_token_error(refused, 429, "rate_limited")
+        assert body["error_description"] == f"Too many failed requests; retry in {refused['Retry-After']} s."
+    assert AccessToken.objects.count() == 1
+    assert ClientAssertion.objects.count() == 1
+
+
 # --- Registered key sets --------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Per-address rate limit of unauthenticated traffic (docs/api-rules.md §7, ANONYMOUS_RATE_LIMIT a minute).
+"""Per-address rate limit of unauthenticated traffic (docs/api-rules.md §3, ANONYMOUS_RATE_LIMIT a minute).
 
 Counted: requests under /api/ with no Authorization header, every 401 (an invalid, expired or revoked
 token), and every token or revocation request that did not authenticate its client, so neither a flood of

@@ -1,5 +1,9 @@
 """The admin site: login throttled by django-axes, two-factor (TOTP, django-otp) when ADMIN_REQUIRE_2FA is on.
 
+A refused login says one thing whatever was wrong (unknown user, wrong password, a missing, wrong, used or
+throttled code, no authenticator set up, not a staff account), so the page never tells which part was right;
+and every refusal counts towards django-axes's lockout, a wrong code as much as a wrong password.
+
 The site is Django's default site (`clinic.apps.ClinicAdminConfig.default_site`), so every app's
 `@admin.register` lands here. Whether a verified device is required is read from the settings on each
 request, not fixed when the site is built: a test (or a deployment reload) that changes the setting is
@@ -8,41 +12,90 @@ obeyed at once.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.signals import user_login_failed
 from django.http import HttpRequest, HttpResponse
 from django_otp import devices_for_user
 from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
+from django_otp.oath import TOTP
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from clinic.api.network import client_ip
 
-NO_DEVICE_MESSAGE = (
-    "Two-factor authentication is required and no authenticator app is set up for this account. "
-    "Ask an administrator to run: python manage.py add_totp_device --user {username}"
+logger = logging.getLogger(__name__)
+
+# The one message of a refused two-factor login (%(username)s is the user name field's label).
+TWO_FACTOR_LOGIN_FAILED = (
+    "Please enter the correct %(username)s, password and authentication code for a staff account. Note that "
+    "the user name and password may be case-sensitive, and that a code is accepted once, while your "
+    "authenticator app shows it."
+)
+# Shown on the two-factor login page to everyone, before any attempt: it tells nothing about an account.
+ENROL_HINT = (
+    "No authenticator app set up yet? Ask an administrator to run: "
+    "python manage.py add_totp_device --user <your user name>"
 )
 
 
-class TwoFactorLoginForm(OTPAdminAuthenticationForm):
+class _CodeInput(forms.TextInput):
+    """A code is good once: a refused login's page never types it back (nor shows what was typed)."""
+
+    def format_value(self, value: Any) -> str | None:
+        return None
+
+
+class OneMessageLoginMixin:
+    """Every refusal is the form's `invalid_login` error, and counts as a failed login for django-axes.
+
+    A wrong password already reaches django-axes through `authenticate` (its `user_login_failed` signal); a
+    refusal after the password was right (the code, no device, not staff) sends that signal here, so the
+    lockout counts both alike."""
+
+    error_messages: dict[str, Any]
+    request: HttpRequest | None
+    user_cache: Any
+    username_field: Any
+
+    def clean(self) -> dict[str, Any]:
+        try:
+            return super().clean()  # type: ignore[misc]
+        except forms.ValidationError as refusal:
+            if self.user_cache is not None:
+                username = self.user_cache.get_username()
+                codes = {error.code for error in refusal.error_list}
+                logger.info("Admin login refused after the password for %s (%s)", username, ", ".join(map(str, codes)))
+                user_login_failed.send(sender=type(self), credentials={"username": username}, request=self.request)
+                self.user_cache = None  # the page is then the same as after a wrong password
+            raise forms.ValidationError(
+                self.error_messages["invalid_login"],
+                code="invalid_login",
+                params={"username": self.username_field.verbose_name},
+            ) from None
+
+
+class OneMessageAdminLoginForm(OneMessageLoginMixin, AdminAuthenticationForm):
+    """The admin's login without a second factor (ADMIN_REQUIRE_2FA off)."""
+
+
+class TwoFactorLoginForm(OneMessageLoginMixin, OTPAdminAuthenticationForm):
     """User name, password and the current code of the authenticator app, in one step.
 
-    django-otp asks which device to check when a user has several; staff enrolled the supported way
-    have exactly one TOTP device, and it is taken without asking."""
+    The page never shows a device choice (it would appear only once the password was right): a user with
+    several devices gets the one whose current code was typed."""
 
-    otp_error_messages = {
-        **OTPAdminAuthenticationForm.otp_error_messages,
-        "token_required": "Enter the 6-digit code your authenticator app shows.",
-        "invalid_token": "Invalid code. Enter the code your authenticator app shows now.",
-    }
+    error_messages = {**OTPAdminAuthenticationForm.error_messages, "invalid_login": TWO_FACTOR_LOGIN_FAILED}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["otp_token"].label = "Authentication code"
-        self.fields["otp_token"].widget.attrs.update(
-            {"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9]*", "maxlength": "8"}
+        self.fields["otp_token"].widget = _CodeInput(
+            attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9]*", "maxlength": "8"}
         )
 
     def _update_form(self, user: Any) -> None:
@@ -54,10 +107,21 @@ class TwoFactorLoginForm(OTPAdminAuthenticationForm):
         if device is None:
             devices = list(devices_for_user(user, confirmed=True, for_verify=True))
             if not devices:
-                raise forms.ValidationError(NO_DEVICE_MESSAGE.format(username=user.get_username()), code="no_device")
-            if len(devices) == 1:
-                device = devices[0]
+                raise forms.ValidationError("No authenticator device is set up.", code="no_device")
+            device = _device_showing(devices, self.cleaned_data.get("otp_token") or "")
         return device
+
+
+def _device_showing(devices: list[Any], token: str) -> Any:
+    """The TOTP device whose code `token` is now, checked without side effects; else the first device (whose
+    verification then fails and is throttled as any wrong code)."""
+    if len(devices) > 1 and token.isascii() and token.isdigit():
+        for device in devices:
+            if isinstance(device, TOTPDevice) and device.verify_is_allowed()[0]:
+                totp = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift)
+                if totp.verify(int(token), device.tolerance, device.last_t + 1):
+                    return device
+    return devices[0]
 
 
 class ClinicAdminSite(OTPAdminSite):
@@ -66,11 +130,14 @@ class ClinicAdminSite(OTPAdminSite):
 
     @property
     def login_form(self) -> type[AdminAuthenticationForm]:
-        return TwoFactorLoginForm if settings.ADMIN_REQUIRE_2FA else AdminAuthenticationForm
+        return TwoFactorLoginForm if settings.ADMIN_REQUIRE_2FA else OneMessageAdminLoginForm
 
     @property
     def login_template(self) -> str:
         return "admin/login_2fa.html" if settings.ADMIN_REQUIRE_2FA else "admin/login.html"
+
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        return super().login(request, {"enrol_hint": ENROL_HINT, **(extra_context or {})})
 
     def has_permission(self, request: HttpRequest) -> bool:
         if not session_within_lifetime(request):

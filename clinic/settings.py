@@ -278,8 +278,9 @@ REST_FRAMEWORK = {
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024, maximum=100 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
-# Requests per minute and client address for unauthenticated traffic: no token, an invalid one, and failed
-# token exchanges (a secret cannot be guessed faster than this).
+# Requests per minute and client address for unauthenticated traffic: no token, an invalid one, and token
+# exchanges without valid client credentials (a secret cannot be guessed faster than this). A request with
+# valid client credentials is never refused by it (docs/api-rules.md §3).
 ANONYMOUS_RATE_LIMIT = env_int("ANONYMOUS_RATE_LIMIT", 60, minimum=1, maximum=100_000)
 
 API_PAGE_SIZE_DEFAULT = 20
@@ -295,6 +296,10 @@ PHONE_DEFAULT_REGION = env_str("PHONE_DEFAULT_REGION", default="IN")
 
 ACCESS_TOKEN_EXPIRE_SECONDS = env_int("ACCESS_TOKEN_EXPIRE_SECONDS", 3600, minimum=60, maximum=86400)
 API_CLIENT_DEFAULT_RATE_LIMIT = env_int("API_CLIENT_DEFAULT_RATE_LIMIT", 600, minimum=1)
+# Token requests (issue and revocation) per client per rolling minute: a budget of their own, apart from the
+# client's API budget above. A token lives an hour, so a well-behaved client needs one now and then; this
+# only stops a client that asks for a token per call from filling the token table.
+TOKEN_RATE_LIMIT = env_int("TOKEN_RATE_LIMIT", 60, minimum=1, maximum=100_000)
 # Peers whose X-Forwarded-For is believed (load balancers, reverse proxies). Empty: trust nobody.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 

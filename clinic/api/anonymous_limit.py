@@ -1,11 +1,17 @@
-"""Per-address rate limit of unauthenticated traffic (docs/api-rules.md §7, ANONYMOUS_RATE_LIMIT a minute).
+"""Per-address rate limit of unauthenticated traffic (docs/api-rules.md §3, ANONYMOUS_RATE_LIMIT a minute).
 
 Counted: requests under /api/ with no Authorization header, every 401 (an invalid, expired or revoked
-token), and every failed token exchange or revocation, so neither a flood of garbage nor a guessing of
-client secrets goes faster than the limit. Not counted: the public schema, docs and problem pages, and
-successful token exchanges (those count against the client's own limit). An address over its limit gets
-429 before its request is processed when it sends no bearer token (or asks for a token); a request with a
-bearer token is processed, and if it fails authentication its 401 becomes the 429.
+token), and every token or revocation request that did not authenticate its client, so neither a flood of
+garbage nor a guessing of client secrets goes faster than the limit. Not counted: the public schema, docs
+and problem pages, and token requests with valid client credentials (those count against the client's own
+token budget, integrations.clients.oauth).
+
+An address over its limit gets 429 before its request is processed when it sends no credentials at all. A
+request that carries credentials (a bearer token, or client credentials at the token endpoints) is
+processed, and if they do not hold, its 401 becomes the 429: so valid credentials are never refused for
+their address, and what a limited address can make us do per request is what any request does anyway
+(one indexed read and a keyed hash or a signature check; a client's key set is not fetched on its behalf
+more often than integrations.clients.jwks allows).
 """
 
 from __future__ import annotations
@@ -54,13 +60,14 @@ class AnonymousRateLimitMiddleware:
             decision = ratelimit.hit(_key(request), limit)
             request_context(request).rate_limit = decision  # the RateLimit-* headers
             return self.get_response(request) if decision.admitted else _too_many(request, decision)
-        if oauth:
-            decision = ratelimit.hit(_key(request), limit, record=False)
-            if not decision.admitted:
-                request_context(request).rate_limit = decision
-                return _too_many(request, decision)
         response = self.get_response(request)
-        if response.status_code == 401 or (oauth and response.status_code >= 400 and response.status_code != 429):
+        if oauth:
+            # Counted: a request that did not authenticate its client and was refused for it (4xx; a 5xx is
+            # ours). A request whose client authenticated is neither counted nor refused here.
+            failed = not request_context(request).client_authenticated and 400 <= response.status_code < 500
+        else:
+            failed = response.status_code == 401
+        if failed:
             decision = ratelimit.hit(_key(request), limit)
             if not decision.admitted:
                 request_context(request).rate_limit = decision

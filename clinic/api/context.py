@@ -33,6 +33,9 @@ class RequestContext:
     # None until a view names the patients it touched (an empty list for an empty page).
     patient_ids: list[UUID] | None = None
     rate_limit: RateLimitDecision | None = None
+    # The token or revocation endpoint authenticated the client (secret or assertion): such a request is
+    # never counted against, nor refused by, its address's anonymous limit.
+    client_authenticated: bool = False
     # The toolkit's description of why a bearer token was refused, for WWW-Authenticate.
     oauth2_error: dict[str, Any] = field(default_factory=dict)
     # An admin save that created a secret hands it to the one response that shows it.

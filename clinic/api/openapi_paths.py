@@ -41,7 +41,13 @@ def token_paths() -> dict[str, Any]:
             "description": "`invalid_request`: the body is larger than MAX_REQUEST_BODY_BYTES (default 1 MiB).",
             "content": error_content,
         },
-        "429": {"description": "`rate_limited`, with `Retry-After`.", "content": error_content},
+        "429": {
+            "description": "`rate_limited`, with `Retry-After`: the client's token budget (`TOKEN_RATE_LIMIT` token "
+            "requests a minute, apart from its API budget) is spent; or the request did not authenticate its client "
+            "and its address is over the anonymous limit (`ANONYMOUS_RATE_LIMIT` a minute). A request with valid "
+            "client credentials is never refused for its address.",
+            "content": error_content,
+        },
         "503": {
             "description": "`temporarily_unavailable`: the database is briefly unreachable; see `Retry-After`.",
             "content": error_content,
@@ -79,7 +85,11 @@ def token_paths() -> dict[str, Any]:
                     "them. SMART scopes (`system/Patient.rs`, `system/*.read`, ...) map onto the allowed scopes "
                     "that read their types; create, update and delete permissions map to nothing. The response's "
                     "`scope` lists the scopes of this API the token carries. No refresh token is issued. "
-                    "Responses carry `Cache-Control: no-store`. Errors follow RFC 6749 5.2 (not problem+json)."
+                    "Responses carry `Cache-Control: no-store`. Errors follow RFC 6749 5.2 (not problem+json). "
+                    "Rate limits: token requests (this endpoint and revocation) have a budget of their own per client "
+                    "(`TOKEN_RATE_LIMIT`, default 60 a rolling minute), which the `RateLimit-*` headers report; they "
+                    "never spend the client's API budget. A request that does not authenticate its client counts "
+                    "against its address's anonymous limit; one with valid credentials is never refused by it."
                 ),
                 "tags": ["auth"],
                 "security": [],

@@ -5,7 +5,9 @@ must hold public signing keys only, each named by a `kid`: RSA of at least 2048 
 P-384 (for ES384). A key with private members is refused outright, so a mistaken upload of the private
 half is never stored. A URL is checked by the webhooks' SSRF rules (integrations/webhooks/targets.py) and
 fetched from the very address that was checked; the set it serves is cached a few minutes and refetched
-once when an assertion names a key it does not hold (the client rotated its keys).
+once when an assertion names a key it does not hold (the client rotated its keys), at most once every
+JWKS_REFETCH_INTERVAL_SECONDS per client: assertions naming made-up keys, from any number of addresses,
+cannot make us fetch a client's URL faster than that (docs/fhir.md section 7).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ MAX_KEYS = 20
 PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 
 JWKS_CACHE_SECONDS = 300
+JWKS_REFETCH_INTERVAL_SECONDS = 10
 FETCH_CONNECT_TIMEOUT = 3.0
 FETCH_READ_TIMEOUT = 5.0
 MAX_JWKS_BYTES = 64 * 1024
@@ -166,18 +169,37 @@ def _cache_key(client_pk: int, url: str) -> str:
     return f"smart-jwks:{client_pk}:{hashlib.sha256(url.encode()).hexdigest()[:32]}"
 
 
+def _refetch_key(client_pk: int, url: str) -> str:
+    return f"{_cache_key(client_pk, url)}:refetched"
+
+
+def _failure_key(client_pk: int, url: str) -> str:
+    return f"{_cache_key(client_pk, url)}:failed"
+
+
 def client_jwks(*, client_pk: int, inline: dict[str, Any] | None, url: str, refresh: bool = False) -> dict[str, Any]:
     """The client's current key set: the inline one, or the URL's from the cache (fetched when missing, or
-    when `refresh` asks for it)."""
+    when `refresh` asks for it and no refetch happened in the last JWKS_REFETCH_INTERVAL_SECONDS). A fetch
+    that failed is not tried again for that long either: its refusal is repeated."""
     if inline is not None:
         return inline
     if not url:
         raise JwksRefused("This client has no registered JWKS.")
     key = _cache_key(client_pk, url)
-    if not refresh:
-        cached = cache.get(key)
-        if cached is not None:
-            return dict(cached)
-    fetched = jwks_fetch(url)
+    cached = cache.get(key)
+    # cache.add is atomic (Redis SET NX): concurrent requests naming unknown keys share one refetch.
+    if cached is not None and not (
+        refresh and cache.add(_refetch_key(client_pk, url), 1, JWKS_REFETCH_INTERVAL_SECONDS)
+    ):
+        return dict(cached)
+    failed = cache.get(_failure_key(client_pk, url))
+    if failed is not None and cached is None:
+        raise JwksRefused(failed)
+    try:
+        fetched = jwks_fetch(url)
+    except JwksRefused as exc:
+        cache.set(_failure_key(client_pk, url), str(exc), JWKS_REFETCH_INTERVAL_SECONDS)
+        raise
     cache.set(key, fetched, JWKS_CACHE_SECONDS)
+    cache.delete(_failure_key(client_pk, url))
     return fetched

@@ -3,8 +3,12 @@
 A client authenticates with its secret (HTTP Basic or the form), or at the token endpoint with a JWT signed
 by a key of its registered JWKS (RFC 7523 `private_key_jwt`, SMART Backend Services: docs/fhir.md
 section 7), and may ask for SMART scopes, which map onto ours. Per-client controls apply to token exchanges
-too: after the client authenticated, a request from an address outside its allow-list is refused (403)
-and the exchange counts against its rate limit (429).
+too: after the client authenticated, a request from an address outside its allow-list is refused (403),
+and the request counts against the client's token budget (TOKEN_RATE_LIMIT a minute, 429 beyond it), which
+is apart from its API budget: asking for a token never costs an API call (docs/api-rules.md §3).
+
+Whether the client authenticated is recorded for the anonymous per-address limit: a request with valid
+credentials is never counted against nor refused by it, a request without them is (clinic.api.anonymous_limit).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
@@ -75,6 +80,7 @@ class TokenRequestContext:
     audience: str = ""  # the token endpoint's absolute URL, which an assertion's aud must be
     verified: VerifiedAssertion | None = None
     issues_token: bool = False  # the token endpoint, whose scope check comes after the client's authentication
+    authenticated: bool = False  # the client proved who it is (its secret, or an assertion not seen before)
 
 
 class AddressNotAllowed(oauth_errors.OAuth2Error):
@@ -86,15 +92,20 @@ class AddressNotAllowed(oauth_errors.OAuth2Error):
 class RateLimitExceeded(oauth_errors.OAuth2Error):
     error = "rate_limited"
     status_code = 429
-    description = "Rate limit exceeded."
 
     def __init__(self, decision: ratelimit.RateLimitDecision, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        self.wait = max(decision.reset_seconds, 1)
+        super().__init__(description=f"Too many token requests for this client; retry in {self.wait} s.", **kwargs)
         self.decision = decision
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(max(self.decision.reset_seconds, 1)), **self.decision.headers()}
+        return {"Retry-After": str(self.wait), **self.decision.headers()}
+
+
+def token_budget_key(client: ApiClient) -> str:
+    """The rate-limit key of a client's token requests: apart from its API budget (keyed by its pk alone)."""
+    return f"token:{client.pk}"
 
 
 class ApiClientValidator(OAuth2Validator):
@@ -159,23 +170,30 @@ class ApiClientValidator(OAuth2Validator):
                 description="This client authenticates with a signed client assertion (private_key_jwt) only.",
                 request=request,
             )
+        if context is not None:
+            # Valid credentials: whatever refuses the request from here on, it was not a guess. (An assertion
+            # whose jti turns out to be seen before is taken back in _record_assertion.)
+            context.authenticated = True
         if not client.allows_address(request.headers.get(CLIENT_IP_META_KEY) or None):
             if context is not None:  # no quota used, but the headers still report it
-                context.rate_limit = ratelimit.hit(str(client.pk), client.effective_rate_limit, record=False)
+                context.rate_limit = ratelimit.hit(token_budget_key(client), settings.TOKEN_RATE_LIMIT, record=False)
             raise AddressNotAllowed(request=request)
-        decision = ratelimit.hit(str(client.pk), client.effective_rate_limit)
+        decision = ratelimit.hit(token_budget_key(client), settings.TOKEN_RATE_LIMIT)
         if context is not None:
             context.rate_limit = decision
         if not decision.admitted:
             raise RateLimitExceeded(decision, request=request)
         if context is not None and context.verified is not None and not context.issues_token:
-            self._record_assertion(request, context.verified)  # revocation: nothing is checked after this
+            self._record_assertion(request, context)  # revocation: nothing is checked after this
         return True
 
     @staticmethod
-    def _record_assertion(request: Any, verified: VerifiedAssertion) -> None:
+    def _record_assertion(request: Any, context: TokenRequestContext) -> None:
         """Record the assertion's jti once nothing else can refuse the request; a jti seen before refuses it."""
+        verified = context.verified
+        assert verified is not None
         if not client_assertion_record(client=verified.client, jti=verified.jti, expires_at=verified.expires_at):
+            context.authenticated = False  # a replayed assertion proves nothing
             raise oauth_errors.InvalidClientError(
                 description="This client assertion was used already (its jti was seen); sign a new one.",
                 request=request,
@@ -209,7 +227,7 @@ class ApiClientValidator(OAuth2Validator):
         context: TokenRequestContext | None = request.headers.get(TOKEN_CONTEXT_META_KEY)
         # oauthlib's last check before it issues the token: so a refused request leaves no jti behind.
         if context is not None and context.verified is not None:
-            self._record_assertion(request, context.verified)
+            self._record_assertion(request, context)
         return True
 
 
@@ -319,6 +337,7 @@ class _ClientControlledEndpoint:
             )
             response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
         request_context(request).client = context.client
+        request_context(request).client_authenticated = context.authenticated
         if context.rate_limit is not None:
             for name, value in context.rate_limit.headers().items():
                 response[name] = value

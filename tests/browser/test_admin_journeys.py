@@ -223,7 +223,8 @@ def test_signing_in_needs_the_authenticator_code_when_two_factor_is_on(page, dja
     page.fill("#id_password", ADMIN_PASSWORD)
     page.click("input[type=submit]")
 
-    page.wait_for_selector("text=Enter the 6-digit code your authenticator app shows.")
+    # One message for every refusal: it does not tell that the password was right.
+    page.wait_for_selector("text=Please enter the correct username, password and authentication code")
     assert page.input_value("#id_password") == ""  # the password is never echoed back into the page
     assert "/admin/login/" in page.url
 

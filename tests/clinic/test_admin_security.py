@@ -1,6 +1,7 @@
 """The admin's login (docs/api-rules.md §7): lockout after repeated failures (django-axes, per user name and
 address), sessions of at most ADMIN_SESSION_HOURS, and TOTP two-factor authentication (django-otp) when
-ADMIN_REQUIRE_2FA is on, with the enrolment command staff use to set up their authenticator app."""
+ADMIN_REQUIRE_2FA is on, with the enrolment command staff use to set up their authenticator app. A refused
+login gives one message whatever was wrong, and every refusal counts towards the lockout."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from django.test import Client
 from django_otp.oath import totp
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from clinic.admin_site import LOGIN_AT_SESSION_KEY, NO_DEVICE_MESSAGE
+from clinic.admin_site import ENROL_HINT, LOGIN_AT_SESSION_KEY
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +54,21 @@ def log_in(client: Client, username: str, password: str, ip: str = "203.0.113.7"
 
 def logged_in(client: Client) -> bool:
     return client.get("/admin/").status_code == 200
+
+
+# The one message of every refused two-factor login, as the page shows it.
+REFUSED = (
+    "Please enter the correct username, password and authentication code for a staff account. Note that the user "
+    "name and password may be case-sensitive, and that a code is accepted once, while your authenticator app "
+    "shows it."
+)
+
+
+def error_notes(response: Any) -> list[str]:
+    return [
+        " ".join(note.split())
+        for note in re.findall(r'<p class="errornote">(.*?)</p>', response.content.decode(), re.S)
+    ]
 
 
 def code_for(device: TOTPDevice, offset_steps: int = 0) -> str:
@@ -284,7 +300,7 @@ def test_with_2fa_required_the_password_alone_is_refused(two_factor, enrolled):
     response = log_in(client, "asha", PASSWORD)
 
     assert response.status_code == 200
-    assert "Enter the 6-digit code your authenticator app shows." in response.content.decode()
+    assert error_notes(response) == [REFUSED]
     assert 'name="otp_token"' in response.content.decode()
     assert PASSWORD not in response.content.decode()  # the password is not echoed back into the page
     assert not logged_in(client)
@@ -316,7 +332,8 @@ def test_with_2fa_required_a_wrong_or_old_code_is_refused(two_factor, enrolled, 
     response = log_in(client, "asha", PASSWORD, otp_token=wrong)
 
     assert response.status_code == 200
-    assert "Invalid code. Enter the code your authenticator app shows now." in response.content.decode()
+    assert error_notes(response) == [REFUSED]
+    assert "Invalid code" not in response.content.decode()
     assert not logged_in(client)
     enrolled.refresh_from_db()
     assert enrolled.throttling_failure_count == 1
@@ -328,9 +345,11 @@ def test_after_a_wrong_code_django_otp_throttles_the_device(two_factor, enrolled
 
     response = log_in(client, "asha", PASSWORD, otp_token=code_for(enrolled))
 
-    # Even the right code waits out the (exponential) delay after a failure: guessing codes is slow.
+    # Even the right code waits out the (exponential) delay after a failure: guessing codes is slow. The page
+    # does not say so: that would tell that the password was right.
     assert response.status_code == 200
-    assert "Verification temporarily disabled because of 1 failed attempt" in response.content.decode()
+    assert error_notes(response) == [REFUSED]
+    assert "temporarily disabled" not in response.content.decode()
     assert not logged_in(client)
 
 
@@ -343,14 +362,19 @@ def test_a_code_is_accepted_only_once(two_factor, enrolled):
     assert not logged_in(replay)
 
 
-def test_a_staff_member_without_a_device_is_told_how_to_enrol(two_factor):
+def test_the_login_page_tells_everyone_how_to_enrol_and_a_staff_member_without_a_device_is_refused(two_factor):
     make_staff()
     client = Client()
 
+    form = client.get(LOGIN)
     response = log_in(client, "asha", PASSWORD, otp_token="123456")
 
+    hint = "No authenticator app set up yet? Ask an administrator to run: python manage.py add_totp_device --user"
+    assert ENROL_HINT.startswith(hint)
+    assert hint in form.content.decode()
     assert response.status_code == 200
-    assert NO_DEVICE_MESSAGE.format(username="asha") in response.content.decode()
+    assert error_notes(response) == [REFUSED]  # the same as a wrong password: it tells nothing of the account
+    assert hint in response.content.decode()
     assert not logged_in(client)
 
 
@@ -383,6 +407,115 @@ def test_with_2fa_off_the_password_alone_logs_in(settings):
     assert 'name="otp_token"' not in form.content.decode()
     assert response.status_code == 302
     assert logged_in(client)
+
+
+def same_page(response: Any, username: str) -> str:
+    """The page without what legitimately differs between two attempts: the CSRF token, the user name typed."""
+    page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", response.content.decode())
+    return page.replace(f'value="{username}"', 'value="<typed>"')
+
+
+def test_every_refused_two_factor_login_gives_the_same_page(two_factor, enrolled):
+    """The issue's finding: a right password with a wrong code said "Invalid code"."""
+    get_user_model().objects.create_user("patient", "p@clinic.invalid", PASSWORD)  # a right password, not staff
+    right = code_for(enrolled)
+    wrong = str((int(right) + 1) % 10**6).zfill(6)
+    attempts = {
+        "unknown user": ("nobody", PASSWORD, right),
+        "wrong password": ("asha", "wrong password", right),
+        "wrong code": ("asha", PASSWORD, wrong),
+        "no code": ("asha", PASSWORD, ""),
+        "letters for a code (the device is throttled now too)": ("asha", PASSWORD, "abcdef"),
+        "not a staff account": ("patient", PASSWORD, right),
+    }
+
+    pages = {}
+    for what, (username, password, code) in attempts.items():
+        response = log_in(Client(), username, password, otp_token=code)
+        assert (response.status_code, error_notes(response)) == (200, [REFUSED]), what
+        pages[what] = same_page(response, username)
+
+    assert len(set(pages.values())) == 1, "a refused login's page must not tell which part was right"
+    assert 'name="otp_device"' not in pages["wrong code"]
+    assert f'value="{wrong}"' not in pages["wrong code"]  # a code is never typed back into the page
+    assert PASSWORD not in pages["wrong code"]
+    enrolled.user.refresh_from_db()
+    assert enrolled.user.last_login is None
+    assert not get_user_model().objects.filter(last_login__isnull=False).exists()
+
+
+def test_wrong_codes_count_towards_the_lockout_as_wrong_passwords_do(two_factor, enrolled):
+    right = code_for(enrolled)
+    wrong = str((int(right) + 1) % 10**6).zfill(6)
+    client = Client()
+
+    statuses = [
+        log_in(client, "asha", PASSWORD, otp_token=wrong).status_code,
+        log_in(client, "asha", "wrong password", otp_token=right).status_code,
+        log_in(client, "asha", PASSWORD, otp_token=wrong).status_code,
+        log_in(client, "asha", PASSWORD).status_code,  # no code at all
+        log_in(client, "asha", PASSWORD, otp_token=wrong).status_code,  # the fifth failure locks
+    ]
+    locked = log_in(client, "asha", PASSWORD, otp_token=code_for(enrolled, offset_steps=1))
+
+    assert statuses == [200, 200, 200, 200, 429]
+    assert locked.status_code == 429
+    assert "Login temporarily locked" in " ".join(locked.content.decode().split())
+    assert not logged_in(client)
+    attempt = AccessAttempt.objects.get()
+    assert (attempt.username, attempt.ip_address, attempt.failures_since_start) == ("asha", "203.0.113.7", 6)
+    enrolled.user.refresh_from_db()
+    assert enrolled.user.last_login is None
+
+
+def test_a_right_password_and_code_after_a_wrong_code_clears_the_failures(two_factor, enrolled):
+    right = code_for(enrolled)
+    log_in(Client(), "asha", PASSWORD, otp_token=str((int(right) + 1) % 10**6).zfill(6))
+    assert AccessAttempt.objects.get().failures_since_start == 1
+    TOTPDevice.objects.filter(pk=enrolled.pk).update(throttling_failure_count=0, throttling_failure_timestamp=None)
+
+    assert log_in(Client(), "asha", PASSWORD, otp_token=right).status_code == 302
+    assert not AccessAttempt.objects.exists()
+
+
+def test_a_user_with_two_devices_logs_in_with_the_code_of_either_without_choosing(two_factor, enrolled):
+    tablet = TOTPDevice.objects.create(user=enrolled.user, name="tablet", confirmed=True)
+    client = Client()
+
+    response = log_in(client, "asha", PASSWORD, otp_token=code_for(tablet))
+
+    assert response.status_code == 302
+    assert logged_in(client)
+    enrolled.refresh_from_db()
+    tablet.refresh_from_db()
+    assert enrolled.throttling_failure_count == 0  # the phone's code was not tried and failed
+    assert (tablet.throttling_failure_count, tablet.last_used_at is not None) == (0, True)
+
+
+def test_without_2fa_every_refused_login_gives_the_same_message_and_counts(settings):
+    settings.ADMIN_REQUIRE_2FA = False
+    make_staff()
+    get_user_model().objects.create_user("patient", "p@clinic.invalid", PASSWORD)
+    message = (
+        "Please enter the correct username and password for a staff account. Note that both fields may be "
+        "case-sensitive."
+    )
+
+    responses = {
+        username: log_in(Client(), username, password)
+        for username, password in [("nobody", PASSWORD), ("asha", "wrong password"), ("patient", PASSWORD)]
+    }
+
+    assert {name: (r.status_code, error_notes(r)) for name, r in responses.items()} == {
+        name: (200, [message]) for name in responses
+    }
+    assert len({same_page(r, name) for name, r in responses.items()}) == 1
+    # A right password for an account that may not use the admin counts as a failure too.
+    assert sorted(AccessAttempt.objects.values_list("username", "failures_since_start")) == [
+        ("asha", 1),
+        ("nobody", 1),
+        ("patient", 1),
+    ]
 
 
 # --- Enrolment ------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""The per-client rate limit: atomic in Redis, shared by API requests and token exchanges."""
+"""The per-client rate limits: atomic in Redis; API requests spend the client's API budget, token requests
+(issue and revocation) a budget of their own (TOKEN_RATE_LIMIT)."""
 
 from __future__ import annotations
 
-import base64
 import threading
 import uuid
 from collections import Counter
@@ -22,10 +22,11 @@ from clinic.api import ratelimit
 from clinic.api.views import ClinicAPIView
 from clinic.urls import urlpatterns as project_urlpatterns
 from integrations.models import AuditLogEntry
-from tests.helpers import TOKEN_URL, bearer, exchange, stored_token
+from tests.helpers import TOKEN_URL, assert_token_error, basic_auth, bearer, exchange, stored_token
 
 AccessToken = get_access_token_model()
 BRANCHES = "/api/v1/branches"
+REVOKE_URL = "/api/v1/auth/revoke"
 
 
 class ReadWriteView(ClinicAPIView):
@@ -146,55 +147,114 @@ def test_two_clients_behind_the_same_address_are_limited_separately(client, api_
 
 
 def test_a_new_token_for_the_same_client_does_not_reset_the_count(client, api_client_factory):
-    api_client = api_client_factory(rate_limit_per_minute=5)
+    api_client = api_client_factory(rate_limit_per_minute=4)
     first_token = stored_token(api_client)
-    assert [client.get(BRANCHES, **bearer(first_token))["RateLimit-Remaining"] for _ in range(3)] == ["4", "3", "2"]
+    assert [client.get(BRANCHES, **bearer(first_token))["RateLimit-Remaining"] for _ in range(3)] == ["3", "2", "1"]
 
     issued = exchange(client, api_client.client_id, api_client.secret)
     assert issued.status_code == 200
-    assert issued["RateLimit-Remaining"] == "1"  # the exchange itself counted
     second_token = issued.json()["access_token"]
     last = client.get(BRANCHES, **bearer(second_token))
     assert (last.status_code, last["RateLimit-Remaining"]) == (200, "0")
 
-    assert_rate_limited_problem(client.get(BRANCHES, **bearer(second_token)), limit=5)
-    assert_rate_limited_problem(client.get(BRANCHES, **bearer(first_token)), limit=5)
-    assert_rate_limited_problem(client.get(BRANCHES, **bearer(stored_token(api_client))), limit=5)
+    assert_rate_limited_problem(client.get(BRANCHES, **bearer(second_token)), limit=4)
+    assert_rate_limited_problem(client.get(BRANCHES, **bearer(first_token)), limit=4)
+    assert_rate_limited_problem(client.get(BRANCHES, **bearer(stored_token(api_client))), limit=4)
 
 
-def test_token_exchange_counts_against_the_limit_and_is_refused_with_an_oauth_error(client, api_client_factory):
-    api_client = api_client_factory(rate_limit_per_minute=2)
-    first = exchange(client, api_client.client_id, api_client.secret)
-    assert (first.status_code, first["RateLimit-Limit"], first["RateLimit-Remaining"]) == (200, "2", "1")
-    token = first.json()["access_token"]
-    assert client.get(BRANCHES, **bearer(token))["RateLimit-Remaining"] == "0"
+def test_a_client_limited_to_40_a_minute_makes_40_calls_after_its_token_exchange(client, api_client_factory):
+    """The issue's finding: a client limited to 40 a minute got 429 after 39 calls."""
+    api_client = api_client_factory(rate_limit_per_minute=40)
+
+    issued = exchange(client, api_client.client_id, api_client.secret)
+    token = issued.json()["access_token"]
+    calls = [client.get(BRANCHES, **bearer(token)) for _ in range(40)]
+
+    assert issued.status_code == 200
+    assert [r.status_code for r in calls] == [200] * 40
+    assert [r["RateLimit-Remaining"] for r in calls] == [str(n) for n in range(39, -1, -1)]
+    assert_rate_limited_problem(client.get(BRANCHES, **bearer(token)), limit=40)
+
+
+def test_a_client_makes_its_n_calls_after_any_number_of_token_requests(client, api_client_factory, settings):
+    settings.TOKEN_RATE_LIMIT = 3
+    api_client = api_client_factory(rate_limit_per_minute=5)
+
+    exchanges = [exchange(client, api_client.client_id, api_client.secret) for _ in range(6)]
+    revoked = client.post(
+        REVOKE_URL,
+        {"token": exchanges[0].json()["access_token"]},
+        **basic_auth(api_client.client_id, api_client.secret),
+    )
+    token = exchanges[1].json()["access_token"]
+    calls = [client.get(BRANCHES, **bearer(token)) for _ in range(5)]
+
+    assert [r.status_code for r in exchanges] == [200, 200, 200, 429, 429, 429]
+    assert revoked.status_code == 429  # revocation is a token request too: the token budget is spent
+    assert [(r.status_code, r["RateLimit-Limit"], r["RateLimit-Remaining"]) for r in calls] == [
+        (200, "5", str(n)) for n in range(4, -1, -1)
+    ]
+    assert_rate_limited_problem(client.get(BRANCHES, **bearer(token)), limit=5)
+
+
+def test_token_requests_beyond_the_token_budget_are_refused_with_an_oauth_error(client, api_client_factory, settings):
+    settings.TOKEN_RATE_LIMIT = 2
+    api_client = api_client_factory(rate_limit_per_minute=100)
+    issued = [exchange(client, api_client.client_id, api_client.secret) for _ in range(2)]
     tokens_before = AccessToken.objects.count()
 
     refused = exchange(client, api_client.client_id, api_client.secret)
 
-    assert refused.status_code == 429
-    assert refused["Content-Type"] == "application/json"
-    assert refused.json() == {"error": "rate_limited", "error_description": "Rate limit exceeded."}
-    assert 1 <= int(refused["Retry-After"]) <= ratelimit.WINDOW_SECONDS
+    # The exchanges report the token budget, not the API budget.
+    assert [(r.status_code, r["RateLimit-Limit"], r["RateLimit-Remaining"]) for r in issued] == [
+        (200, "2", "1"),
+        (200, "2", "0"),
+    ]
+    body = assert_token_error(refused, 429, "rate_limited")
+    wait = int(refused["Retry-After"])
+    assert 1 <= wait <= ratelimit.WINDOW_SECONDS
+    assert body == {
+        "error": "rate_limited",
+        "error_description": f"Too many token requests for this client; retry in {wait} s.",
+    }
     assert (refused["RateLimit-Limit"], refused["RateLimit-Remaining"]) == ("2", "0")
+    assert 1 <= int(refused["RateLimit-Reset"]) <= ratelimit.WINDOW_SECONDS
     assert refused["Cache-Control"] == "no-store"
     assert AccessToken.objects.count() == tokens_before
+    # The API budget is untouched by all three.
+    call = client.get(BRANCHES, **bearer(issued[0].json()["access_token"]))
+    assert (call.status_code, call["RateLimit-Limit"], call["RateLimit-Remaining"]) == (200, "100", "99")
 
 
-def test_token_exchange_with_basic_auth_is_refused_once_the_limit_is_exhausted(client, api_client_factory):
+def test_token_exchange_with_basic_auth_is_refused_once_the_token_budget_is_spent(client, api_client_factory, settings):
+    settings.TOKEN_RATE_LIMIT = 1
     api_client = api_client_factory(rate_limit_per_minute=1)
-    assert client.get(BRANCHES, **bearer(stored_token(api_client))).status_code == 200
-    credentials = f"{api_client.client_id}:{api_client.secret}"
-    basic = {"HTTP_AUTHORIZATION": "Basic " + base64.b64encode(credentials.encode()).decode()}
+    basic = basic_auth(api_client.client_id, api_client.secret)
 
+    first = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, **basic)
     refused = client.post(TOKEN_URL, {"grant_type": "client_credentials"}, **basic)
 
-    assert refused.status_code == 429
-    assert refused.json()["error"] == "rate_limited"
+    assert first.status_code == 200
+    assert assert_token_error(refused, 429, "rate_limited")["error_description"].startswith(
+        "Too many token requests for this client; retry in "
+    )
     assert AccessToken.objects.filter(application=api_client).count() == 1
+    # Its one API call a minute is still there.
+    assert client.get(BRANCHES, **bearer(first.json()["access_token"])).status_code == 200
 
 
-def test_requests_refused_by_the_ip_allow_list_use_no_quota(client, api_client_factory):
+def test_two_clients_have_separate_token_budgets(client, api_client_factory, settings):
+    settings.TOKEN_RATE_LIMIT = 1
+    busy, quiet = api_client_factory(), api_client_factory()
+
+    statuses = [exchange(client, busy.client_id, busy.secret).status_code for _ in range(2)]
+
+    assert statuses == [200, 429]
+    assert exchange(client, quiet.client_id, quiet.secret).status_code == 200
+
+
+def test_requests_refused_by_the_ip_allow_list_use_no_quota(client, api_client_factory, settings):
+    settings.TOKEN_RATE_LIMIT = 4
     api_client = api_client_factory(rate_limit_per_minute=3, ip_allowlist=["10.1.0.0/16"])
     token = stored_token(api_client)
     outside, inside = {"REMOTE_ADDR": "198.51.100.9"}, {"REMOTE_ADDR": "10.1.2.3"}
@@ -207,7 +267,8 @@ def test_requests_refused_by_the_ip_allow_list_use_no_quota(client, api_client_f
     # Refused before the limit applies: the headers report the quota, untouched.
     assert [(r["RateLimit-Limit"], r["RateLimit-Remaining"]) for r in refused_api] == [("3", "3")] * 5
     assert [r.status_code for r in refused_exchanges] == [403] * 3
-    assert [r["RateLimit-Remaining"] for r in refused_exchanges] == ["3"] * 3
+    # The token budget, untouched too.
+    assert [(r["RateLimit-Limit"], r["RateLimit-Remaining"]) for r in refused_exchanges] == [("4", "4")] * 3
     assert admitted.status_code == 200
     assert (admitted["RateLimit-Limit"], admitted["RateLimit-Remaining"]) == ("3", "2")
 

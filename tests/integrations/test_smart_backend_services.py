@@ -559,6 +559,29 @@ def test_the_hourly_token_purge_forgets_the_jtis_of_expired_assertions(smart_cli
     assert list(ClientAssertion.objects.values_list("jti", flat=True)) == ["current"]
 
 
+def test_a_valid_assertion_gets_a_token_from_an_address_over_its_anonymous_limit(
+    client, smart_client, rsa_private, settings
+):
+    api_client = smart_client(["patients:read"])
+    settings.ANONYMOUS_RATE_LIMIT = 2
+    address = {"REMOTE_ADDR": "203.0.113.50"}
+    assert [client.get("/api/v1/patients", **address).status_code for _ in range(3)] == [401, 401, 429]
+
+    valid = sign(rsa_private, api_client.client_id)
+    issued = client.post(TOKEN_URL, assertion_form(valid), **address)
+    replayed = client.post(TOKEN_URL, assertion_form(valid), **address)  # a jti seen before proves nothing
+    wrong_key = client.post(TOKEN_URL, assertion_form(sign(rsa_key(), api_client.client_id)), **address)
+    no_signature = client.post(TOKEN_URL, assertion_form(unsigned(api_client.client_id)), **address)
+
+    assert issued.status_code == 200, issued.content
+    assert issued.json()["scope"] == "patients:read"
+    for refused in (replayed, wrong_key, no_signature):
+        body = assert_token_error(refused, 429, "rate_limited")
+        assert body["error_description"] == f"Too many failed requests; retry in {refused['Retry-After']} s."
+    assert AccessToken.objects.count() == 1
+    assert ClientAssertion.objects.count() == 1
+
+
 # --- Registered key sets --------------------------------------------------------------------------------
 
 
@@ -651,12 +674,51 @@ def test_keys_served_at_a_jwks_url_are_fetched_cached_and_refetched_for_a_new_ki
     assert response.status_code == 200, response.content
     assert len(receiver.requests) == 2
 
-    # An unknown kid costs one refetch, then is refused.
+    # An unknown kid costs a refetch only once per JWKS_REFETCH_INTERVAL_SECONDS (the last was just now).
     response = post_assertion(client, sign(first, api_client.client_id, kid="2026-1"))
     body = assert_token_error(response, 401, "invalid_client")
     assert body["error_description"] == "The client's JWKS has no key with kid '2026-1'."
+    assert len(receiver.requests) == 2
+    cache.delete(jwks._refetch_key(api_client.pk, api_client.jwks_uri))  # the interval has passed
+    response = post_assertion(client, sign(first, api_client.client_id, kid="2026-1"))
+    assert_token_error(response, 401, "invalid_client")
     assert len(receiver.requests) == 3
     assert AccessToken.objects.count() == 3
+
+
+def test_assertions_naming_made_up_keys_refetch_a_jwks_url_at_most_once_an_interval(client, receiver):  # noqa: F811
+    cache.clear()
+    key = rsa_key()
+    receiver.default = Reply(body=json.dumps({"keys": [public_jwk(key, "real")]}).encode())
+    api_client, _ = api_client_create(name="Bulk client", scopes=["patients:read"], jwks_uri=receiver.url("/jwks"))
+    cache.clear()
+    fetched_before = len(receiver.requests)
+    assert post_assertion(client, sign(key, api_client.client_id, kid="real")).status_code == 200
+
+    refused = [post_assertion(client, sign(key, api_client.client_id, kid=f"made-up-{n}")) for n in range(10)]
+
+    assert [r.status_code for r in refused] == [401] * 10
+    # The first fetch, and one refetch for the first made-up kid; none for the nine after it.
+    assert len(receiver.requests) == fetched_before + 2
+    assert post_assertion(client, sign(key, api_client.client_id, kid="real")).status_code == 200
+    assert AccessToken.objects.count() == 2
+
+
+def test_a_jwks_url_that_fails_is_not_fetched_again_within_the_interval(client, receiver):  # noqa: F811
+    cache.clear()
+    key = rsa_key()
+    receiver.default = Reply(body=json.dumps({"keys": [public_jwk(key, "k")]}).encode())
+    api_client, _ = api_client_create(name="Bulk client", scopes=["patients:read"], jwks_uri=receiver.url("/jwks"))
+    cache.clear()
+    receiver.default = Reply(status=503, body=b"down")
+    fetched_before = len(receiver.requests)
+
+    refused = [post_assertion(client, sign(key, api_client.client_id, kid="k")) for _ in range(5)]
+
+    descriptions = [assert_token_error(r, 401, "invalid_client")["error_description"] for r in refused]
+    assert descriptions == ["The client's JWKS cannot be used: The JWKS URL answered 503, not 200."] * 5
+    assert len(receiver.requests) == fetched_before + 1
+    nothing_issued()
 
 
 def test_a_jwks_url_serving_a_private_key_refuses_every_assertion(client, receiver):  # noqa: F811

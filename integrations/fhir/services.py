@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 # The Celery task that runs a job (integrations.tasks): named here, where the kick-off queues it.
 EXPORT_TASK = "integrations.tasks.fhir_export_run"
-CHUNK = 2000  # rows fetched per round trip by the server-side cursor; also how often cancellation is checked
+CHUNK = 2000  # rows fetched per round trip by the server-side cursor; also how often the lease is renewed
 # A job holds the worker for as long as its export runs: a client over its limit is told to come back later
 # rather than queue more (seconds; a guess, since nothing knows when a running job will end).
 LIMIT_RETRY_AFTER_SECONDS = 60

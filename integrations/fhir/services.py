@@ -350,9 +350,9 @@ def _abandoned_runs_remove() -> None:
     run completes meanwhile has been renamed away.)"""
     runs: dict[uuid.UUID, set[int]] = {}
     for path in Path(settings.FHIR_EXPORT_DIR).glob(f"*{ATTEMPT_INFIX}*"):
-        job_id, _, attempt = path.name.partition(ATTEMPT_INFIX)
+        job_part, _, attempt_part = path.name.partition(ATTEMPT_INFIX)
         try:
-            runs.setdefault(uuid.UUID(job_id), set()).add(int(attempt))
+            runs.setdefault(uuid.UUID(job_part), set()).add(int(attempt_part))
         except ValueError:
             continue
     running = set(

@@ -49,6 +49,13 @@ def test_the_export_queue_is_a_setting_of_its_own_and_the_tasks_are_routed_to_it
     assert route({}, services.EXPORT_TASK)["queue"].name == QUEUE
     assert route({}, "integrations.tasks.fhir_exports_expire")["queue"].name == QUEUE  # the files are there
     assert route({}, "integrations.tasks.deliver_webhook")["queue"].name == app.conf.task_default_queue
+    # The relay of exports whose worker died runs on the default queue: it must not wait behind exports.
+    assert route({}, "integrations.tasks.relay_fhir_exports")["queue"].name == app.conf.task_default_queue
+    assert settings.CELERY_BEAT_SCHEDULE["relay-fhir-exports"] == {
+        "task": "integrations.tasks.relay_fhir_exports",
+        "schedule": float(settings.WEBHOOK_RELAY_INTERVAL_SECONDS),
+        "options": {"expires": float(settings.WEBHOOK_RELAY_INTERVAL_SECONDS)},
+    }
 
 
 @pytest.mark.django_db(transaction=True)

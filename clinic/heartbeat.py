@@ -1,7 +1,10 @@
 """Heartbeats of the background roles (Celery worker and beat) in Redis: what `manage.py liveness` and
 /readyz read to tell a running role from one that crashed, hangs, or cannot reach the broker.
 
-- A worker refreshes its heartbeat from a consumer bootstep (`WorkerHeartbeat`). Celery starts consumer
+- A worker refreshes its heartbeat from a consumer bootstep (`WorkerHeartbeat`), under the role of the
+  queues it consumes: `export-worker` for FHIR_EXPORT_QUEUE, `worker` for any other (the default queue);
+  a worker consuming both (`make run`) keeps both. So a web pod's /readyz, and each container's liveness
+  command, tell a missing default worker from a missing export worker. Celery starts consumer
   steps once the consumer is connected to the broker and stops them when that connection is lost, and the
   refresh runs on the consumer's event-loop timer: a fresh heartbeat means the process is alive, its event
   loop turns, and it is connected to the broker. A clean shutdown removes it at once.
@@ -19,6 +22,7 @@ import contextlib
 import logging
 import socket
 import time
+from collections.abc import Iterable
 from typing import Any, Literal, cast
 
 import redis
@@ -27,8 +31,8 @@ from django.conf import settings
 
 logger = logging.getLogger("clinic.heartbeat")
 
-Role = Literal["worker", "beat"]
-ROLES: tuple[Role, ...] = ("worker", "beat")
+Role = Literal["worker", "export-worker", "beat"]
+ROLES: tuple[Role, ...] = ("worker", "export-worker", "beat")
 # Members older than this are dropped on the next write: a role that died without cleaning up (SIGKILL)
 # does not stay in the set forever.
 _FORGET_AFTER_SECONDS = 86_400
@@ -83,6 +87,17 @@ def this_host() -> str:
     return socket.gethostname()
 
 
+def worker_roles(queues: Iterable[str]) -> tuple[Role, ...]:
+    """The roles a worker consuming `queues` plays: export-worker for the export queue, worker for any other."""
+    names = set(queues)
+    roles: list[Role] = []
+    if names - {settings.FHIR_EXPORT_QUEUE}:
+        roles.append("worker")
+    if settings.FHIR_EXPORT_QUEUE in names:
+        roles.append("export-worker")
+    return tuple(roles)
+
+
 class WorkerHeartbeat(bootsteps.StartStopStep):
     """Consumer bootstep: refreshes the worker's heartbeat while it is connected to the broker."""
 
@@ -93,6 +108,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
         self.node = ""
+        self.roles: tuple[Role, ...] = ()
         self.timer_entry: Any = None
         self.connection: redis.Redis | None = None
 
@@ -100,13 +116,15 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         if not settings.REDIS_URL:
             return
         self.node = parent.hostname
+        self.roles = worker_roles(parent.app.amqp.queues.consume_from)
         self.connection = redis_connection()
         self.refresh()
         self.timer_entry = parent.timer.call_repeatedly(interval_seconds(), self.refresh)
 
     def refresh(self) -> None:
         try:
-            heartbeat_record(role="worker", node=self.node, connection=self.connection)
+            for role in self.roles:
+                heartbeat_record(role=role, node=self.node, connection=self.connection)
         except redis.RedisError as exc:
             # The heartbeat goes stale, which is the signal; the worker itself carries on reconnecting.
             logger.warning("worker heartbeat not recorded: %s", type(exc).__name__)
@@ -117,7 +135,8 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
             self.timer_entry = None
         if self.connection is not None:
             with contextlib.suppress(redis.RedisError):  # the broker is gone: the heartbeat goes stale on its own
-                heartbeat_remove(role="worker", node=self.node, connection=self.connection)
+                for role in self.roles:
+                    heartbeat_remove(role=role, node=self.node, connection=self.connection)
             self.connection = None
 
     shutdown = stop

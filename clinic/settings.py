@@ -243,16 +243,18 @@ CELERY_BEAT_SCHEDULE = {
     "expire-fhir-exports": {"task": "integrations.tasks.fhir_exports_expire", "schedule": 3600.0},
 }
 # Role heartbeats (clinic.heartbeat): workers and beat refresh theirs in Redis this often; one older than
-# three intervals is stale. `manage.py liveness worker|beat` and /readyz read them.
+# three intervals is stale. `manage.py liveness worker|export-worker|beat` and /readyz read them.
 CELERY_BEAT_SCHEDULER = "clinic.beat:ClinicScheduler"
 ROLE_HEARTBEAT_SECONDS = env_int("ROLE_HEARTBEAT_SECONDS", 10, minimum=1, maximum=300)
 # One active beat (clinic.beat): a standby takes over at most this long after the active beat died.
 BEAT_LOCK_SECONDS = 3 * ROLE_HEARTBEAT_SECONDS
-# Roles /readyz requires a fresh heartbeat of ("worker", "beat"). None by default: a web pod must not leave
-# the load balancer because a worker is down (the worker's liveness command restarts the worker instead).
+# Roles /readyz requires a fresh heartbeat of ("worker", "export-worker", "beat"). None by default: a web pod
+# must not leave the load balancer because a worker is down (the worker's liveness command restarts it).
 READYZ_REQUIRE_ROLES = env_list("READYZ_REQUIRE_ROLES")
-if set(READYZ_REQUIRE_ROLES) - {"worker", "beat"}:
-    raise ImproperlyConfigured(f"READYZ_REQUIRE_ROLES takes worker and/or beat, got {READYZ_REQUIRE_ROLES}.")
+if set(READYZ_REQUIRE_ROLES) - {"worker", "export-worker", "beat"}:
+    raise ImproperlyConfigured(
+        f"READYZ_REQUIRE_ROLES takes worker, export-worker and/or beat, got {READYZ_REQUIRE_ROLES}."
+    )
 
 # --- API --------------------------------------------------------------------------------------------
 
@@ -555,6 +557,17 @@ FHIR_EXPORT_DIR = Path(env_str("FHIR_EXPORT_DIR", default=str(BASE_DIR / "var" /
 FHIR_EXPORT_RETENTION_HOURS = env_int("FHIR_EXPORT_RETENTION_HOURS", 24, minimum=1, maximum=24 * 30)
 # Exports one client may have queued or running at once; a kick-off beyond is 429 with Retry-After.
 FHIR_EXPORT_MAX_ACTIVE_PER_CLIENT = env_int("FHIR_EXPORT_MAX_ACTIVE_PER_CLIENT", 2, minimum=1, maximum=50)
+# A running export is leased to its worker for this long and renewed as it writes (every chunk of rows):
+# a worker that died (SIGKILL, OOM, eviction, deploy) lets it run out, and the relay (beat, on the webhook
+# relay's interval, default queue) queues the job again, to run from scratch. A job claimed this many times
+# in all without finishing fails (docs/fhir.md section 5).
+FHIR_EXPORT_LEASE_SECONDS = env_int("FHIR_EXPORT_LEASE_SECONDS", 120, minimum=2, maximum=3600)
+FHIR_EXPORT_MAX_ATTEMPTS = env_int("FHIR_EXPORT_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
+CELERY_BEAT_SCHEDULE["relay-fhir-exports"] = {
+    "task": "integrations.tasks.relay_fhir_exports",
+    "schedule": float(WEBHOOK_RELAY_INTERVAL_SECONDS),
+    "options": {"expires": float(WEBHOOK_RELAY_INTERVAL_SECONDS)},
+}
 # How much of what the server emits is checked against the R4 models at run time (integrations.fhir.r4):
 # `all` every resource (a large $everything spends more on it than on its SQL),
 # `sample` (default) one resource of each type per response and one line per export chunk, which catches a

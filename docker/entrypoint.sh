@@ -11,9 +11,9 @@
 #   dicom-worklist  the DICOM Modality Worklist and MPPS server (manage.py dicom_worklist) on DICOM_PORT
 #            (11112) as DICOM_AE_TITLE (CLINIC_MWL); SIGTERM stops accepting and lets associations finish.
 #   anything else is run as a command.
-# Liveness of worker, export-worker and beat: `python manage.py liveness worker` / `liveness beat` (exit 0 =
-# alive; every Celery worker keeps the worker heartbeat), which docker/compose.yaml runs as their
-# healthchecks. .ci/production_roles starts each role through this file.
+# Liveness of worker, export-worker and beat: `python manage.py liveness worker|export-worker|beat` (exit 0 =
+# alive; a Celery worker keeps the heartbeat of the role its queues make it), which docker/compose.yaml runs
+# as their healthchecks. .ci/production_roles starts each role through this file.
 set -e
 case "$1" in
   migrate)

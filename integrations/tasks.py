@@ -68,10 +68,17 @@ def purge_webhook_events() -> int:
 # --- FHIR Bulk Data $export (integrations.fhir.services) -------------------------------------------------
 
 
-@shared_task(name=fhir_services.EXPORT_TASK, acks_late=True, ignore_result=True)
+@shared_task(name=fhir_services.EXPORT_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def fhir_export_run(job_id: str) -> None:
-    """Write one export job's NDJSON files; a redelivered message finds the job claimed and does nothing."""
+    """Write one export job's NDJSON files, from scratch. A message redelivered after its worker died takes
+    the job over once the dead run's lease ran out; one that finds the job held by a live run does nothing."""
     fhir_services.export_job_run(job_id=uuid.UUID(job_id))
+
+
+@shared_task(ignore_result=True)
+def relay_fhir_exports() -> int:
+    """Queue again the exports whose worker died (their lease ran out); fail those that ran out of attempts."""
+    return fhir_services.export_jobs_relay(enqueue=lambda job_id: fhir_export_run.delay(str(job_id)))
 
 
 @shared_task

@@ -20,14 +20,21 @@ Two kinds, both usable from any test module (import the fixture names, as with o
           ...
           worker.kill()
 
-Both restore the app's default queue afterwards and delete what is left of their queue in Redis.
-Running `python -m tests.worker --queue Q [--pool solo] [--concurrency 1] [--beat]` starts such a worker by
-hand: the same as `celery -A clinic worker -Q Q`, except that tasks it sends go to Q as well.
+Both restore the app's default queue afterwards and delete what is left of their queue in Redis. Tasks with
+a route of their own (CELERY_TASK_ROUTES: the FHIR export queue) still go there; `routed_to(queue)` in the
+test process and `worker_process(route_all=True)` send those to the test's queue too.
+`worker_process(setup="module:function")` calls that function in the worker before it starts (a test's hook:
+a slower export, say).
+
+Running `python -m tests.worker --queue Q [--pool solo] [--concurrency 1] [--beat] [--route-all]
+[--setup M:F]` starts such a worker by hand: the same as `celery -A clinic worker -Q Q`, except that tasks it
+sends go to Q as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -87,6 +94,25 @@ def dedicated_queue() -> Iterator[str]:
         purge_queue(queue)
 
 
+def _route_all(queue: str | None) -> None:
+    """Send every task to `queue` (None: back to CELERY_TASK_ROUTES); the router caches its routes."""
+    from django.conf import settings
+
+    app.conf.task_routes = {"*": {"queue": queue}} if queue else settings.CELERY_TASK_ROUTES
+    app.amqp.flush_routes()
+    app.amqp.__dict__.pop("router", None)
+
+
+@contextmanager
+def routed_to(queue: str) -> Iterator[str]:
+    """Every task this process sends goes to `queue`, routed ones included, until the block ends."""
+    _route_all(queue)
+    try:
+        yield queue
+    finally:
+        _route_all(None)
+
+
 @contextmanager
 def running_worker(*, concurrency: int = 1, pool: str = "solo") -> Iterator[Any]:
     """A worker thread in this process consuming a dedicated queue (see the module docstring)."""
@@ -142,6 +168,8 @@ class WorkerProcess:
         concurrency: int = 1,
         pool: str = "solo",
         beat: bool = False,
+        route_all: bool = False,
+        setup: str | None = None,
     ) -> None:
         self.queue = queue
         self.output: list[str] = []
@@ -152,6 +180,10 @@ class WorkerProcess:
         command += ["--concurrency", str(concurrency)]
         if beat:
             command += ["--beat", "--schedule", self._schedule.name]
+        if route_all:
+            command += ["--route-all"]
+        if setup:
+            command += ["--setup", setup]
         environment = {**os.environ, "DATABASE_URL": _test_database_url(), "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             command,
@@ -196,7 +228,8 @@ class WorkerProcess:
 
 @pytest.fixture
 def worker_process(transactional_db: None) -> Iterator[Callable[..., WorkerProcess]]:
-    """worker_process(env={...}, concurrency=1, pool="solo", beat=False) -> a started WorkerProcess.
+    """worker_process(env={...}, concurrency=1, pool="solo", beat=False, route_all=False, setup=None) -> a
+    started WorkerProcess.
 
     Every worker of one test consumes the same dedicated queue, which the test process sends to as well.
     """
@@ -222,8 +255,19 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--beat", action="store_true")
     parser.add_argument("--schedule", default=None)
+    parser.add_argument("--route-all", action="store_true", help="Routed tasks it sends go to --queue too.")
+    parser.add_argument("--setup", default=None, help="module:function to call before the worker starts.")
     args = parser.parse_args()
     app.conf.task_default_queue = args.queue
+    if args.route_all or args.setup:
+        import django
+
+        django.setup()
+    if args.route_all:
+        _route_all(args.queue)
+    if args.setup:
+        module, _, function = args.setup.partition(":")
+        getattr(importlib.import_module(module), function)()
     argv = ["worker", "-Q", args.queue, "-P", args.pool, "-c", str(args.concurrency), "-l", "INFO"]
     argv += ["--without-mingle", "--without-gossip", "--hostname", f"{args.queue}-{time.time_ns()}@%h"]
     if args.beat:

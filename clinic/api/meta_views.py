@@ -42,7 +42,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     Redis is checked and reported, and its absence makes the answer "degraded", not a failure: the API keeps
     serving without it (rate limits per process, the outboxes hold events and notifications), whereas failing
     readiness took every pod out of the balancer at once (a Redis outage became a whole outage).
-    With Redis it also reports whether any Celery worker and beat have a fresh heartbeat (clinic.heartbeat).
+    With Redis it also reports whether a Celery worker of the default queue (`worker`), one of the export
+    queue (`export-worker`) and beat have a fresh heartbeat (clinic.heartbeat); a worker consuming both counts
+    as both.
     A missing role fails readiness only when READYZ_REQUIRE_ROLES names it: by default a web pod stays in
     the load balancer while a worker is down (the API keeps serving and the outbox delivers once a worker is
     back), and the worker's own liveness command is what restarts it.
@@ -80,7 +82,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 
 def _roles(broker: redis.Redis) -> dict[str, str]:
-    """{"worker": ..., "beat": ...}: "ok", or why not, an "error" only for a role READYZ_REQUIRE_ROLES names."""
+    """{"worker": ..., "export-worker": ..., "beat": ...}: "ok", or why not, an "error" only for a role
+    READYZ_REQUIRE_ROLES names."""
     result: dict[str, str] = {}
     for role in heartbeat.ROLES:
         try:

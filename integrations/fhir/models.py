@@ -14,7 +14,11 @@ from integrations.clients.models import ApiClient
 class ExportJob(models.Model):
     """What was asked (level, types, _since), by which client (whose branch restriction and scopes the
     worker applies), where it stands, and the NDJSON files it wrote (`output`: [{type, file, count}]).
-    Files are deleted, and the job with them expires, FHIR_EXPORT_RETENTION_HOURS after completion."""
+    Files are deleted, and the job with them expires, FHIR_EXPORT_RETENTION_HOURS after completion.
+
+    A running job is leased to the worker that claimed it (`claim_token`, `claimed_until`), which renews the
+    lease as it writes; a worker that dies (SIGKILL, OOM, eviction) lets it run out, and the job is run again
+    from scratch, at most FHIR_EXPORT_MAX_ATTEMPTS times in all (docs/fhir.md section 5)."""
 
     class Level(models.TextChoices):
         SYSTEM = "system"
@@ -43,11 +47,19 @@ class ExportJob(models.Model):
     progress = models.CharField(max_length=200, blank=True)
     output = models.JSONField(default=list, blank=True)
     error = models.CharField(max_length=500, blank=True)
+    # Runs started (claims taken); a claim beyond FHIR_EXPORT_MAX_ATTEMPTS fails the job instead.
+    attempt_count = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # The run that holds the job (running), renewed as it writes; for a job the relay queued again, the time
+    # by which a worker should have taken it (queued). Empty otherwise.
+    claim_token = models.UUIDField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["client", "-created_at"], name="fhirexport_client_created"),
             models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="fhirexport_expiry"),
+            # The relay's question: jobs whose lease ran out (only queued and running jobs hold one).
+            models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="fhirexport_lease"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(level__in=["system", "patient"]), name="fhirexport_level_valid"),

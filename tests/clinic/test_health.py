@@ -1,5 +1,6 @@
-"""/healthz (the process is alive) and /readyz (PostgreSQL and Redis answer, and whether a Celery worker and
-beat have a fresh heartbeat), both without a token."""
+"""/healthz (the process is alive) and /readyz (PostgreSQL and Redis answer, and whether a Celery worker of the
+default queue, one of the export queue and beat have a fresh heartbeat, each reported on its own), both
+without a token."""
 
 from __future__ import annotations
 
@@ -53,7 +54,14 @@ def test_readyz_reports_database_and_redis_ok_and_no_worker_without_failing(clie
     assert response["Content-Type"] == "application/json"
     assert response.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "migrations": "ok", "redis": "ok", "worker": NO_WORKER, "beat": NO_WORKER},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "redis": "ok",
+            "worker": NO_WORKER,
+            "export-worker": NO_WORKER,
+            "beat": NO_WORKER,
+        },
     }
 
 
@@ -70,9 +78,95 @@ def test_readyz_is_503_without_a_worker_when_the_worker_is_required(client, sett
             "migrations": "ok",
             "redis": "ok",
             "worker": "error: no heartbeat in the last 30 s",
+            "export-worker": NO_WORKER,
             "beat": NO_WORKER,
         },
     }
+
+
+def test_readyz_with_only_an_export_worker_reports_the_default_worker_missing(client, settings):
+    """A worker of the export queue alone keeps the export-worker heartbeat, not the worker one: webhooks,
+    notifications and HL7 sends have no worker, and /readyz says so."""
+    heartbeat.heartbeat_record(role="export-worker", node="fhir-export@export-worker-0")
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "redis": "ok",
+            "worker": NO_WORKER,
+            "export-worker": "ok",
+            "beat": NO_WORKER,
+        },
+    }
+
+    settings.READYZ_REQUIRE_ROLES = ["worker"]
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "unavailable",
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "redis": "ok",
+            "worker": "error: no heartbeat in the last 30 s",
+            "export-worker": "ok",
+            "beat": NO_WORKER,
+        },
+    }
+
+
+def test_readyz_with_only_a_default_worker_reports_the_export_worker_missing(client, settings):
+    settings.READYZ_REQUIRE_ROLES = ["export-worker"]
+    heartbeat.heartbeat_record(role="worker", node="celery@worker-0")
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "unavailable",
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "redis": "ok",
+            "worker": "ok",
+            "export-worker": "error: no heartbeat in the last 30 s",
+            "beat": NO_WORKER,
+        },
+    }
+
+    heartbeat.heartbeat_record(role="export-worker", node="fhir-export@export-worker-0")
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json()["checks"] == {
+        "database": "ok",
+        "migrations": "ok",
+        "redis": "ok",
+        "worker": "ok",
+        "export-worker": "ok",
+        "beat": NO_WORKER,
+    }
+
+
+@pytest.mark.parametrize(
+    ("queues", "roles"),
+    [
+        (["celery"], ("worker",)),
+        (["fhir-export"], ("export-worker",)),
+        (["celery", "fhir-export"], ("worker", "export-worker")),  # make run: one worker for both
+        (["test.123.abc"], ("worker",)),
+    ],
+)
+def test_a_worker_keeps_the_heartbeat_of_the_queues_it_consumes(queues, roles):
+    assert heartbeat.worker_roles(queues) == roles
 
 
 def test_readyz_counts_only_fresh_heartbeats(client, settings):
@@ -89,6 +183,7 @@ def test_readyz_counts_only_fresh_heartbeats(client, settings):
         "migrations": "ok",
         "redis": "ok",
         "worker": "error: no heartbeat in the last 30 s",
+        "export-worker": NO_WORKER,
         "beat": "ok",
     }
 
@@ -99,7 +194,14 @@ def test_readyz_counts_only_fresh_heartbeats(client, settings):
     assert response.status_code == 200
     assert response.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "migrations": "ok", "redis": "ok", "worker": "ok", "beat": "ok"},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "redis": "ok",
+            "worker": "ok",
+            "export-worker": NO_WORKER,
+            "beat": "ok",
+        },
     }
 
 
@@ -118,6 +220,7 @@ def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker
         "migrations": "ok",
         "redis": "ok",
         "worker": "ok",
+        "export-worker": NO_WORKER,  # a worker of the test's own queue is a default-queue worker
         "beat": "ok",
     }
 
@@ -131,6 +234,7 @@ def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker
         "migrations": "ok",
         "redis": "ok",
         "worker": "error: no heartbeat in the last 30 s",
+        "export-worker": NO_WORKER,
         "beat": "error: no heartbeat in the last 30 s",
     }
 
@@ -162,7 +266,13 @@ def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch):
     assert response.status_code == 503
     assert response.json() == {
         "status": "unavailable",
-        "checks": {"database": "error: OperationalError", "redis": "ok", "worker": NO_WORKER, "beat": NO_WORKER},
+        "checks": {
+            "database": "error: OperationalError",
+            "redis": "ok",
+            "worker": NO_WORKER,
+            "export-worker": NO_WORKER,
+            "beat": NO_WORKER,
+        },
     }
 
 

@@ -1,7 +1,9 @@
-"""python manage.py liveness worker|beat [--node NODE] [--any]: exit 0 when that role is alive, 1 otherwise.
+"""python manage.py liveness worker|export-worker|beat [--node NODE] [--any]: exit 0 when that role is alive,
+1 otherwise.
 
-The liveness probe of the worker and beat containers (docker/compose.yaml, Kubernetes exec probes). Alive
-means a fresh heartbeat (clinic.heartbeat): the worker refreshes its own while its consumer is connected to
+The liveness probe of the worker, export-worker and beat containers (docker/compose.yaml, Kubernetes exec probes). Alive
+means a fresh heartbeat (clinic.heartbeat): a worker refreshes its own, under the role of the queues it
+consumes (export-worker for the export queue, worker for the default one), while its consumer is connected to
 the broker and its event loop turns, beat after every scheduler tick. By default the role must be running
 on this host (the container's hostname), so one container's probe does not pass on another's heartbeat.
 Needs Redis only: no database query, no system checks, so a probe costs little and a database outage does
@@ -20,7 +22,7 @@ from clinic.heartbeat import ROLES, heartbeats_fresh, max_age_seconds, redis_con
 
 
 class Command(BaseCommand):
-    help = "Exit 0 when this host's Celery worker (or beat) has a fresh heartbeat in Redis, 1 otherwise."
+    help = "Exit 0 when this host's Celery worker (export-worker, beat) has a fresh heartbeat in Redis, 1 otherwise."
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -18,6 +18,7 @@ import pytest
 import redis
 from django.conf import settings
 
+from clinic import heartbeat
 from clinic.celery import app, task_get
 from integrations.fhir import services
 from integrations.fhir.models import ExportJob
@@ -48,6 +49,13 @@ def test_the_export_queue_is_a_setting_of_its_own_and_the_tasks_are_routed_to_it
     assert route({}, services.EXPORT_TASK)["queue"].name == QUEUE
     assert route({}, "integrations.tasks.fhir_exports_expire")["queue"].name == QUEUE  # the files are there
     assert route({}, "integrations.tasks.deliver_webhook")["queue"].name == app.conf.task_default_queue
+    # The relay of exports whose worker died runs on the default queue: it must not wait behind exports.
+    assert route({}, "integrations.tasks.relay_fhir_exports")["queue"].name == app.conf.task_default_queue
+    assert settings.CELERY_BEAT_SCHEDULE["relay-fhir-exports"] == {
+        "task": "integrations.tasks.relay_fhir_exports",
+        "schedule": float(settings.WEBHOOK_RELAY_INTERVAL_SECONDS),
+        "options": {"expires": float(settings.WEBHOOK_RELAY_INTERVAL_SECONDS)},
+    }
 
 
 @pytest.mark.django_db(transaction=True)
@@ -92,7 +100,10 @@ def test_sending_an_export_task_lands_on_the_export_queue_in_redis(broker: Any) 
 
 @pytest.mark.parametrize(("role", "queues"), [("worker", ["celery"]), ("export-worker", [QUEUE])])
 def test_each_worker_role_of_the_entrypoint_consumes_its_queues_only(role: str, queues: list[str]) -> None:
-    """The role started as the image starts it (docker/entrypoint.sh), asked by Celery's remote control."""
+    """The role started as the image starts it (docker/entrypoint.sh), asked by Celery's remote control; it
+    keeps the heartbeat of its own role only (what its liveness probe and /readyz read)."""
+    beats = heartbeat.redis_connection()
+    beats.delete(*(heartbeat.heartbeat_key(kind) for kind in heartbeat.ROLES))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "CELERY_CONCURRENCY": "1"}
     env["CELERY_EXPORT_CONCURRENCY"] = "1"
     process = subprocess.Popen(  # noqa: S603 - the entrypoint and a fixed role
@@ -107,9 +118,16 @@ def test_each_worker_role_of_the_entrypoint_consumes_its_queues_only(role: str, 
         assert consumed is not None, f"the {role} role did not answer"
         [(node, active)] = consumed.items()
         assert sorted(queue["name"] for queue in active) == queues, node
+        alive = {kind: sorted(heartbeat.heartbeats_fresh(role=kind)) for kind in heartbeat.ROLES}
+        assert alive == {
+            "worker": [node] if role == "worker" else [],
+            "export-worker": [node] if role == "export-worker" else [],
+            "beat": [],
+        }
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)
+        beats.delete(*(heartbeat.heartbeat_key(kind) for kind in heartbeat.ROLES))
 
 
 def test_make_run_starts_one_worker_for_both_queues() -> None:

@@ -24,6 +24,7 @@ ALL_SCOPES = {
     "pharmacy:read",
     "pharmacy:write",
     "emr:read",
+    "webhooks:manage",
 }
 # Contract section 3: the scope of each operation, for those the schema has (more arrive as apps grow).
 CONTRACT_SCOPES = {

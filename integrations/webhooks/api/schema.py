@@ -54,7 +54,7 @@ ROTATED = {
 
 CREATE_REQUEST = request_example("Subscribe to bookings and payments", CREATE_BODY)
 CREATED_EXAMPLE = example("Created, with its secret", {**SUBSCRIPTION, "signing_secret": SECRET}, "201")
-LIST_EXAMPLE = example("The client's subscriptions", [SUBSCRIPTION])
+LIST_EXAMPLE = example("Subscriptions of the client", [SUBSCRIPTION])
 SUBSCRIPTION_EXAMPLE = example("A subscription", SUBSCRIPTION)
 DISABLE_REQUEST = request_example("Disable", {"is_active": False})
 EDIT_REQUEST = request_example(

@@ -19,7 +19,7 @@ MAX_EVENT_TYPES = 100
 MAX_BRANCHES = 100
 
 
-class SubscriptionSerializer(StrictSerializer):
+class WebhookSubscriptionSerializer(StrictSerializer):
     """Needs context={"client": ApiClient}. With partial=True (PATCH) every field is optional."""
 
     openapi_description = (

@@ -22,7 +22,7 @@ from clinic.api.shapes import shape
 from clinic.api.viewsets import ClinicViewSet
 from integrations.webhooks import selectors, services
 from integrations.webhooks.api import schema
-from integrations.webhooks.api.serializers import EmptyBody, SubscriptionSerializer
+from integrations.webhooks.api.serializers import EmptyBody, WebhookSubscriptionSerializer
 from integrations.webhooks.models import WebhookSubscription as WebhookSubscriptionModel
 from integrations.webhooks.representations import (
     WebhookSubscription,
@@ -87,7 +87,7 @@ class WebhookSubscriptionViewSet(ClinicViewSet[WebhookSubscriptionModel]):
         operation_id="webhooks_subscriptions_create",
         summary="Create a webhook subscription",
         tags=["webhooks"],
-        request=SubscriptionSerializer,
+        request=WebhookSubscriptionSerializer,
         parameters=[location_header("/api/v1/webhooks/subscriptions/{id}")],
         responses={201: _WITH_SECRET, 400: _INVALID},
         examples=[
@@ -110,7 +110,7 @@ class WebhookSubscriptionViewSet(ClinicViewSet[WebhookSubscriptionModel]):
         is decided by its `branch_ids` filter, as for every webhook: a client limited to some branches may name
         only those, and an empty filter means its branches. Scope: `webhooks:manage`."""
         client = self.api_client
-        body = SubscriptionSerializer(data=request.data, context={"client": client})
+        body = WebhookSubscriptionSerializer(data=request.data, context={"client": client})
         body.is_valid(raise_exception=True)
         data = body.validated_data
         subscription, secret = services.subscription_create(
@@ -148,7 +148,7 @@ class WebhookSubscriptionViewSet(ClinicViewSet[WebhookSubscriptionModel]):
         summary="Change, disable or enable a webhook subscription",
         tags=["webhooks"],
         parameters=[_ID],
-        request=SubscriptionSerializer,
+        request=WebhookSubscriptionSerializer,
         responses={200: _SUBSCRIPTION, 400: _INVALID, 404: _NOT_FOUND},
         examples=[
             schema.DISABLE_REQUEST,
@@ -164,7 +164,7 @@ class WebhookSubscriptionViewSet(ClinicViewSet[WebhookSubscriptionModel]):
         set; a value sent as shown (masked) keeps the stored one. Answers the whole subscription, secrets
         masked. Honours `Idempotency-Key`. Scope: `webhooks:manage`."""
         subscription = self.get_object()
-        body = SubscriptionSerializer(data=request.data, partial=True, context={"client": self.api_client})
+        body = WebhookSubscriptionSerializer(data=request.data, partial=True, context={"client": self.api_client})
         body.is_valid(raise_exception=True)
         services.subscription_update(subscription=subscription, changes=body.validated_data, actor=self._actor)
         return Response(self._shown(subscription))

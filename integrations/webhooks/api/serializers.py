@@ -6,17 +6,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from clinic.api.serializers import BoundedListField, StrictSerializer, visible_branch
 from integrations.webhooks.models import HEADER_MASK, MAX_EXTRA_HEADERS
-from integrations.webhooks.registry import NAME_MAX_LENGTH
+from integrations.webhooks.registry import NAME_MAX_LENGTH, event_kinds
 from integrations.webhooks.targets import MAX_URL_LENGTH
 
 # Not a limit of the model (a TextField): the API's, so a body stays far below MAX_REQUEST_BODY_BYTES.
 DESCRIPTION_MAX_LENGTH = 2000
 MAX_EVENT_TYPES = 100
 MAX_BRANCHES = 100
+
+
+class EventKindField(serializers.CharField):
+    """The name of an event kind. Whether it is registered is the service's check (the model's clean(), as in
+    the admin); the document lists the registered kinds as an enum."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=NAME_MAX_LENGTH, **kwargs)
+
+
+class EventKindFieldSchema(OpenApiSerializerFieldExtension):
+    """The registered kinds, read when the document is built (an app registers its kinds in ready())."""
+
+    target_class = EventKindField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        return {"type": "string", "enum": [kind.name for kind in event_kinds()]}
 
 
 class WebhookSubscriptionSerializer(StrictSerializer):
@@ -36,7 +54,7 @@ class WebhookSubscriptionSerializer(StrictSerializer):
         "attempt.",
     )
     event_types = BoundedListField(
-        child=serializers.CharField(max_length=NAME_MAX_LENGTH),
+        child=EventKindField(),
         min_length=1,
         max_length=MAX_EVENT_TYPES,
         help_text="Registered event kinds (each a key of this document's `webhooks`), e.g. `appointment.booked`.",

@@ -144,7 +144,7 @@ def subscription_update(
         return locked
     for field in ("name", "description", "target_url", "event_types"):
         if field in changes:
-            setattr(locked, field, changes[field])  # type: ignore[literal-required]
+            setattr(locked, field, changes[field])
     if active != locked.is_active:
         locked.is_active = active
         locked.disabled_at = None  # subscription_save stamps a disabling now, or clears it on enabling

@@ -63,11 +63,19 @@ def subscription_save(*, subscription: WebhookSubscription, extra_headers: dict[
     return secret
 
 
-def _merged_headers(*, stored: dict[str, str], given: dict[str, str]) -> dict[str, str]:
+def _merged_headers(*, subscription: WebhookSubscription, given: dict[str, str]) -> dict[str, str]:
+    """The headers to store, merged with the stored ones. Refused headers are reported together with every
+    other bad field of the subscription (its clean(), the target URL's check included), not alone."""
+    stored = subscription.extra_headers if not subscription._state.adding else {}
     try:
         return extra_headers_merge(stored=stored, given=given.items())
     except ValidationError as exc:
-        raise ValidationError({"extra_headers": exc.messages}) from None
+        errors: dict[str, list[str]] = {"extra_headers": exc.messages}
+        try:
+            subscription.full_clean(exclude=["branches", "secret_encrypted"])
+        except ValidationError as other:
+            errors = {**other.message_dict, **errors}
+        raise ValidationError(errors) from None
 
 
 def _branch_filter(*, owner: ApiClient | None, branch_ids: Iterable[uuid.UUID]) -> list[Branch]:
@@ -110,7 +118,7 @@ def subscription_create(
     )
     if not is_active and owner is not None:
         subscription.disabled_reason = f"Disabled by API client {owner.name}."[:300]
-    headers = _merged_headers(stored={}, given=extra_headers or {})
+    headers = _merged_headers(subscription=subscription, given=extra_headers or {})
     secret = subscription_save(subscription=subscription, extra_headers=headers)
     assert secret is not None
     subscription.branches.set(_branch_filter(owner=owner, branch_ids=branch_ids))
@@ -150,7 +158,7 @@ def subscription_update(
         locked.disabled_at = None  # subscription_save stamps a disabling now, or clears it on enabling
         locked.disabled_reason = "" if active else f"Disabled by {actor}."[:300]
     headers = changes.get("extra_headers")
-    merged = None if headers is None else _merged_headers(stored=locked.extra_headers, given=headers)
+    merged = None if headers is None else _merged_headers(subscription=locked, given=headers)
     subscription_save(subscription=locked, extra_headers=merged)
     if "branch_ids" in changes:
         locked.branches.set(_branch_filter(owner=locked.owner, branch_ids=changes["branch_ids"]))

@@ -324,6 +324,21 @@ def test_reserved_or_malformed_extra_headers_are_400_naming_extra_headers(manage
     assert WebhookSubscription.objects.count() == 0
 
 
+def test_a_bad_header_and_a_bad_target_are_named_together(manager: Caller) -> None:
+    created = manager.create(target_url="https://169.254.169.254/", extra_headers={"Host": "evil"})
+    subscription_id = manager.create().json()["id"]
+    before = state()
+
+    patched = manager.send(
+        "PATCH", f"{URL}/{subscription_id}", {"target_url": "https://10.0.0.1/", "extra_headers": {"Host": "evil"}}
+    )
+
+    assert sorted(error["field"] for error in created.json()["errors"]) == ["extra_headers", "target_url"]
+    assert sorted(error["field"] for error in patched.json()["errors"]) == ["extra_headers", "target_url"]
+    assert patched.status_code == 400
+    assert state() == before
+
+
 # --- Branches -----------------------------------------------------------------------------------------
 
 

@@ -72,7 +72,10 @@ class WebhookSubscriptionViewSet(ClinicViewSet[WebhookSubscriptionModel]):
         summary="List webhook subscriptions",
         tags=["webhooks"],
         parameters=pagination_parameters(),
-        responses={**list_responses(WebhookSubscription), 400: _INVALID},
+        responses={
+            **list_responses(WebhookSubscription),
+            400: OpenApiResponse(description="`validation_error` (`page`, `per_page`) or `unknown_parameter`."),
+        },
         examples=[schema.LIST_EXAMPLE],
     )
     def list(self, request: Request) -> Response:

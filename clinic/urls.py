@@ -26,6 +26,7 @@ api_v1 = [
     path("", include("lab.api.urls")),
     path("", include("pharmacy.api.urls")),
     path("", include("emr.api.urls")),
+    path("", include("integrations.webhooks.api.urls")),
 ]
 
 urlpatterns = [

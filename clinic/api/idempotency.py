@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -33,6 +34,20 @@ from integrations.models import ApiClient, IdempotencyRecord
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _KEPT_HEADERS = ("Location",)
+
+
+class ShownOnceResponse(Response):
+    """A response whose body holds a secret shown once (a new webhook signing secret). Its idempotency record
+    stores `replay_data`, the same body with the secret masked: no stored response holds a secret
+    (docs/api-rules.md §7), and a replay does not show it a second time."""
+
+    def __init__(self, data: Any, *, replay_data: Any, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.replay_data = replay_data
+
+
+def _stored_data(response: Response) -> Any:
+    return response.replay_data if isinstance(response, ShownOnceResponse) else response.data
 
 
 def validate_key(key: str) -> str:
@@ -137,7 +152,8 @@ def execute(*, client: ApiClient, key: str, request: Request, handler: Callable[
             else:
                 record.state = IdempotencyRecord.State.COMPLETED
                 record.response_status = response.status_code
-                record.response_body = _seal(dumps(response.data).decode() if response.data is not None else "")
+                stored_data = _stored_data(response)
+                record.response_body = _seal(dumps(stored_data).decode() if stored_data is not None else "")
                 record.response_headers = {
                     "Content-Type": response.content_type or "application/json",
                     **{name: response[name] for name in _KEPT_HEADERS if response.has_header(name)},

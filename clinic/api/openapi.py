@@ -331,7 +331,8 @@ _TAG_DESCRIPTIONS = {
     "branches": "The branches of the network.",
     "doctors": "Doctors and the branches where they consult.",
     "patients": "Registration, search and profiles.",
-    "webhooks": "Events delivered to subscribers.",
+    "webhooks": "The calling client's webhook subscriptions (scope `webhooks:manage`); the events delivered to "
+    "subscribers are listed under `webhooks`.",
 }
 
 

@@ -22,6 +22,7 @@ SCOPES: dict[str, str] = {
     "pharmacy:read": "Read dispensing and stock",
     "pharmacy:write": "Record dispensing and stock",
     "emr:read": "Read clinical records",
+    "webhooks:manage": "Manage the client's own webhook subscriptions",
 }
 
 SCOPE_CHOICES = [(name, f"{name}: {description}") for name, description in SCOPES.items()]

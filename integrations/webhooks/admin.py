@@ -21,11 +21,12 @@ from clinic.admin_audit import PatientDataAuditMixin, patient_ids_in_payload
 from clinic.admin_records import ReadOnlyAdminMixin
 from clinic.api.context import request_context
 from integrations.webhooks.models import (
+    HEADER_MASK,
     WebhookAttempt,
     WebhookDelivery,
     WebhookEvent,
     WebhookSubscription,
-    validate_extra_headers,
+    extra_headers_merge,
 )
 from integrations.webhooks.registry import UnknownEventKind, event_kind_get, event_kinds
 from integrations.webhooks.services import (
@@ -36,7 +37,7 @@ from integrations.webhooks.services import (
     test_event_send,
 )
 
-MASK = "•" * 8
+MASK = HEADER_MASK
 
 # Kept here rather than in a template directory: the page exists for this admin only.
 _SECRET_PAGE = engines["django"].from_string(
@@ -108,32 +109,22 @@ class WebhookSubscriptionForm(forms.ModelForm):
             self.initial["extra_headers"] = "\n".join(f"{name}: {MASK}" for name in self.instance.extra_headers)
 
     def clean_extra_headers(self) -> dict[str, str]:
-        stored = (
-            {name.lower(): value for name, value in self.instance.extra_headers.items()} if self.instance.pk else {}
-        )
-        headers: dict[str, str] = {}
-        errors = []
-        for name, value in self.cleaned_data["extra_headers"]:
-            if value == MASK:
-                if name.lower() not in stored:
-                    errors.append(f"Enter the value of {name}.")
-                    continue
-                value = stored[name.lower()]
-            if name in headers:
-                errors.append(f"{name} is given twice.")
-            headers[name] = value
-        try:
-            validate_extra_headers(headers)
-        except ValidationError as exc:
-            errors.extend(exc.messages)
-        if errors:
-            raise ValidationError(errors)
-        return headers
+        stored = self.instance.extra_headers if self.instance.pk else {}
+        return extra_headers_merge(stored=stored, given=self.cleaned_data["extra_headers"])
 
 
 class WebhookSubscriptionAdmin(admin.ModelAdmin):
     form = WebhookSubscriptionForm
-    list_display = ["name", "target_url", "event_kinds", "branch_filter", "is_active", "disabled_reason", "created_at"]
+    list_display = [
+        "name",
+        "target_url",
+        "event_kinds",
+        "branch_filter",
+        "owner",
+        "is_active",
+        "disabled_reason",
+        "created_at",
+    ]
     list_filter = ["is_active", "branches"]
     search_fields = ["name", "target_url", "description"]
     filter_horizontal = ["branches"]
@@ -144,12 +135,13 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
         "disabled_at",
         "disabled_reason",
         "deliveries_link",
+        "owner",
         "created_at",
         "updated_at",
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookSubscription]:
-        return super().get_queryset(request).prefetch_related("branches")
+        return super().get_queryset(request).select_related("owner").prefetch_related("branches")
 
     def get_fieldsets(self, request: HttpRequest, obj: WebhookSubscription | None = None) -> Any:
         fieldsets: list[Any] = [
@@ -162,7 +154,16 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
                 ("Signing", {"fields": ["signing_secret", "previous_secret_expires_at"]}),
                 (
                     "History",
-                    {"fields": ["deliveries_link", "disabled_at", "disabled_reason", "created_at", "updated_at"]},
+                    {
+                        "fields": [
+                            "deliveries_link",
+                            "owner",
+                            "disabled_at",
+                            "disabled_reason",
+                            "created_at",
+                            "updated_at",
+                        ]
+                    },
                 ),
             ]
         return fieldsets

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -25,9 +27,18 @@ from integrations.webhooks import signing
 from integrations.webhooks.registry import NAME_MAX_LENGTH, event_kinds
 from integrations.webhooks.targets import TargetRefused, target_check
 
-__all__ = ["WebhookAttempt", "WebhookDelivery", "WebhookEvent", "WebhookSubscription", "validate_extra_headers"]
+__all__ = [
+    "HEADER_MASK",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEvent",
+    "WebhookSubscription",
+    "extra_headers_merge",
+    "validate_extra_headers",
+]
 
 MAX_EXTRA_HEADERS = 20
+HEADER_MASK = "•" * 8  # a stored header value, as the admin and the API show it
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")  # an RFC 9110 token
 # Set by the sender on every delivery; a subscription cannot replace them.
 RESERVED_HEADERS = frozenset(
@@ -72,7 +83,42 @@ def validate_extra_headers(headers: dict[str, str]) -> None:
         raise ValidationError(errors)
 
 
+def extra_headers_merge(*, stored: dict[str, str], given: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The headers to store from those `given` (name, value) in an edit: a value left as HEADER_MASK (what the
+    admin and the API show for a stored value) keeps the stored value of that name; a name not given is
+    removed. Validated as `validate_extra_headers` does; raises ValidationError listing every problem."""
+    known = {name.lower(): value for name, value in stored.items()}
+    headers: dict[str, str] = {}
+    errors = []
+    for name, value in given:
+        if value == HEADER_MASK:
+            if name.lower() not in known:
+                errors.append(f"Enter the value of {name}.")
+                continue
+            value = known[name.lower()]
+        if name in headers:
+            errors.append(f"{name} is given twice.")
+        headers[name] = value
+    try:
+        validate_extra_headers(headers)
+    except ValidationError as exc:
+        errors.extend(exc.messages)
+    if errors:
+        raise ValidationError(errors)
+    return headers
+
+
 TEST_EVENT_TYPE = "webhook.test"
+
+if TYPE_CHECKING:
+    from integrations.clients.models import ApiClient
+
+
+class WebhookSubscriptionQuerySet(models.QuerySet["WebhookSubscription"]):
+    def visible_to(self, client: ApiClient) -> WebhookSubscriptionQuerySet:
+        """The subscriptions an API client manages: those it created through the API. Subscriptions are
+        per client, not per branch; staff-made ones (no owner) are never visible to the API."""
+        return self.filter(owner=client)
 
 
 class WebhookSubscription(models.Model):
@@ -111,8 +157,21 @@ class WebhookSubscription(models.Model):
         null=True, blank=True, editable=False, help_text="Until then deliveries are signed with both secrets."
     )
     extra_headers_encrypted = models.TextField(blank=True, editable=False)
+    # The API client that created it through the API (it alone sees and changes it there); none for one made
+    # by staff or the shell. A client's subscriptions go with the client.
+    owner = models.ForeignKey(
+        "integrations.ApiClient",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="webhook_subscriptions",
+        help_text="The API client that manages it through the API; empty when made in the admin or the shell.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = WebhookSubscriptionQuerySet.as_manager()
 
     class Meta:
         verbose_name = "webhook subscription"
@@ -169,7 +228,7 @@ class WebhookSubscription(models.Model):
 
     @property
     def extra_headers_masked(self) -> str:
-        return ", ".join(f"{name}: {'•' * 8}" for name in self.extra_headers)
+        return ", ".join(f"{name}: {HEADER_MASK}" for name in self.extra_headers)
 
 
 class PayloadEncoder(json.JSONEncoder):

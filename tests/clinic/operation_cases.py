@@ -86,6 +86,15 @@ def _dispense(site: Site) -> Any:
     return site.dispense
 
 
+def _subscription(site: Site) -> Any:
+    assert site.subscription is not None
+    return site.subscription
+
+
+def _subscription_path(of: Pick, action: str = "") -> str:
+    return f"/api/v1/webhooks/subscriptions/{_subscription(of('id')).id}{action}"
+
+
 def _today() -> str:
     return timezone.localdate().isoformat()
 
@@ -614,6 +623,40 @@ CASES: dict[str, Case] = {
         201,
         audited=lambda site, body: [site.patient],
         refused={"id": Refusal.NOT_FOUND},
+    ),
+    # --- webhook subscriptions (per client: the other site's is another client's)
+    "webhooks_subscriptions_list": Case(lambda of, w: Call("GET", "/api/v1/webhooks/subscriptions"), 200),
+    "webhooks_subscriptions_create": Case(
+        lambda of, w: Call(
+            "POST",
+            "/api/v1/webhooks/subscriptions",
+            body={
+                "name": "Billing feed",
+                "description": "Payments for the ERP",
+                "target_url": "https://93.184.215.14/billing",
+                "event_types": ["payment.recorded", "invoice.finalized"],
+                "branch_ids": [str(w.home.branch.id)],
+                "extra_headers": {"Authorization": "Bearer erp-1"},
+            },
+        ),
+        201,
+    ),
+    "webhooks_subscriptions_retrieve": Case(
+        lambda of, w: Call("GET", _subscription_path(of)), 200, refused={"id": Refusal.NOT_FOUND}
+    ),
+    "webhooks_subscriptions_partial_update": Case(
+        lambda of, w: Call("PATCH", _subscription_path(of), body={"is_active": False, "name": "Paused feed"}),
+        200,
+        refused={"id": Refusal.NOT_FOUND},
+    ),
+    "webhooks_subscriptions_destroy": Case(
+        lambda of, w: Call("DELETE", _subscription_path(of)), 204, refused={"id": Refusal.NOT_FOUND}
+    ),
+    "webhooks_subscriptions_test": Case(
+        lambda of, w: Call("POST", _subscription_path(of, "/test")), 202, refused={"id": Refusal.NOT_FOUND}
+    ),
+    "webhooks_subscriptions_rotate_secret": Case(
+        lambda of, w: Call("POST", _subscription_path(of, "/rotate-secret")), 200, refused={"id": Refusal.NOT_FOUND}
     ),
     # --- OAuth (plain Django views, no scope and no branch)
     "auth_token": Case(

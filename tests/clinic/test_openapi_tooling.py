@@ -152,7 +152,7 @@ def test_the_generated_client_parses_every_documented_response_example(generated
             assert hasattr(item, "to_dict"), (operation_id, status, name, item)
             assert getattr(item, "additional_properties", {}) == {}, (operation_id, status, name)
             assert json.loads(json.dumps(item.to_dict(), default=str)) is not None
-    assert parsed_lists == 13  # lab_tests_list, lab_orders_list and the four pharmacy lists
+    assert parsed_lists == 14  # lab_tests_list, lab_orders_list, the four pharmacy lists, webhooks_subscriptions_list
 
 
 def test_the_blood_group_of_the_docs_example_parses_into_its_enum(generated_client: Any) -> None:

@@ -136,7 +136,10 @@ def _audited(response: Any) -> set[str]:
 
 
 def _shown(response: Any) -> tuple[Any, str]:
-    """The response's JSON body (None for a file) and the text it shows (a PDF's, extracted with pdftotext)."""
+    """The response's JSON body (None for a file or no content) and the text it shows (a PDF's, extracted with
+    pdftotext)."""
+    if response.status_code == 204:
+        return None, response.content.decode()
     if response["Content-Type"] == "application/pdf":
         return None, pdf_text(response.content)
     return response.json(), response.content.decode()

@@ -288,7 +288,9 @@ def test_the_response_of_a_successful_call_is_valid_against_its_documented_schem
     status = str(response.status_code)
     assert status.startswith("2"), response.content
     # The webhook bodies the call published, as a receiver parses them (plain floats), against the document.
-    for event in WebhookEvent.objects.exclude(id__in=events_before).order_by("created_at", "id"):
+    # (A test event is no published kind: its body is documented with the test operation.)
+    published = WebhookEvent.objects.exclude(id__in=events_before).exclude(is_test=True)
+    for event in published.order_by("created_at", "id"):
         pointer = _pointer("webhooks", event.type, "post", "requestBody", "content", "application/json", "schema")
         webhook = Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=REGISTRY, format_checker=FORMATS)
         problems = sorted(webhook.iter_errors(json.loads(event.body())), key=str)

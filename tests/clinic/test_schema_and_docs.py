@@ -24,6 +24,7 @@ ALL_SCOPES = {
     "pharmacy:read",
     "pharmacy:write",
     "emr:read",
+    "webhooks:manage",
 }
 # Contract section 3: the scope of each operation, for those the schema has (more arrive as apps grow).
 CONTRACT_SCOPES = {
@@ -527,7 +528,7 @@ def test_list_examples_are_the_array_itself_not_wrapped_in_another(schema):
             assert isinstance(example["value"], list), (method, path)
             assert example["value"], (method, path)
             assert all(isinstance(item, dict) for item in example["value"]), (method, path)
-    assert lists == 13  # lab_tests_list, lab_orders_list and the four pharmacy lists
+    assert lists == 14  # lab_tests_list, lab_orders_list, the four pharmacy lists, webhooks_subscriptions_list
 
 
 def test_component_descriptions_do_not_leak_implementation_notes(schema):

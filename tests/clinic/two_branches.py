@@ -17,6 +17,8 @@ from appointments.models import Appointment, WeeklySession
 from billing.models import CreditNote, Invoice
 from billing.services import CreditLineInput, credit_note_issue
 from integrations.clients.scopes import SCOPES
+from integrations.webhooks.models import WebhookSubscription
+from integrations.webhooks.services import subscription_create
 from lab.models import LabOrder, Priority
 from lab.services import lab_order_create
 from pharmacy.models import Batch, Dispense, Prescription
@@ -37,6 +39,9 @@ from tests.patients.factories import (
     aadhaar,
 )
 from tests.pharmacy.factories import DrugFactory
+
+# A public address (no DNS lookup when a subscription is saved); nothing connects to it in these suites.
+PUBLIC_TARGET = "https://93.184.215.14/hooks"
 
 
 @dataclass
@@ -61,6 +66,10 @@ class Site:
     batch: Batch | None = None
     prescription: Prescription | None = None
     dispense: Dispense | None = None
+    # A webhook subscription created through the API by the site's client (home: the calling client; other:
+    # a client limited to the other branch). Subscriptions are per client, so the other site's is another
+    # client's.
+    subscription: WebhookSubscription | None = None
 
     def ids(self) -> set[str]:
         """The ids of every object bound to this branch (departments are shared by the network)."""
@@ -71,7 +80,10 @@ class Site:
             pharmacy += list(self.prescription.items.all())
         if self.dispense is not None:
             pharmacy += list(self.dispense.lines.all())
-        return {str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note, *lab, *pharmacy]}
+        webhooks = [self.subscription] if self.subscription is not None else []
+        return {
+            str(obj.pk) for obj in [*objects, self.draft, self.finalized, self.credit_note, *lab, *pharmacy, *webhooks]
+        }
 
 
 @dataclass
@@ -207,6 +219,15 @@ def seed_world(http: Client) -> World:
     home = _site("BLR", "Karnataka", "29AABCC1234D1Z5", 1)
     other = _site("MUM", "Maharashtra", "27AABCC1234D1Z5", 2)
     api_client = ApiClientFactory(allowed_scopes=list(SCOPES), branches=[home.branch], rate_limit_per_minute=1_000_000)
+    other_client = ApiClientFactory(allowed_scopes=list(SCOPES), branches=[other.branch])
+    for site, owner in ((home, api_client), (other, other_client)):
+        site.subscription, _secret = subscription_create(
+            name=f"{site.branch.code} ERP",
+            target_url=f"{PUBLIC_TARGET}/{site.branch.code.lower()}",  # an address: no DNS lookup
+            event_types=["appointment.booked", "appointment.cancelled"],
+            extra_headers={"Authorization": f"Bearer {site.branch.code}-token"},
+            owner=owner,
+        )
     response = exchange(http, api_client.client_id, api_client.secret)
     assert response.status_code == 200, response.content
     return World(home=home, other=other, api_client=api_client, token=response.json()["access_token"])

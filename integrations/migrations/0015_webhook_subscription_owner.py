@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('integrations', '0013_smart_backend_services'),
+        ('integrations', '0014_export_lease'),
     ]
 
     operations = [

@@ -6,6 +6,7 @@ ids."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -368,6 +369,19 @@ def _printable(schema: dict[str, Any]) -> None:
         schema["pattern"] = PRINTABLE_PATTERN
 
 
+def _defaults_in_words(components: dict[str, Any]) -> None:
+    """A request member's default in its description, not as `default`: openapi-typescript (defaultNonNullable)
+    makes a member with a `default` required, and an optional member must stay optional in a generated client.
+    After drf-spectacular's enum hook, which moves a choice field's description to its enum component."""
+    for name, schema in components.items():
+        if not name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: the request bodies and their parts
+            continue
+        for prop in schema.get("properties", {}).values():
+            if "default" in prop:
+                default = f"Default: {json.dumps(prop.pop('default'))}."
+                prop["description"] = f"{prop['description']} {default}" if prop.get("description") else default
+
+
 def _method_not_allowed(path_item: dict[str, Any]) -> dict[str, Any]:
     offered = [method.upper() for method in ("get", "post", "put", "patch", "delete") if method in path_item]
     if "GET" in offered:
@@ -478,6 +492,7 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
     }
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Problem"] = problem
+    _defaults_in_words(components)
     result["webhooks"] = webhooks(components)
     _links(result)
     _add_enum_varnames(result)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -39,9 +38,7 @@ class ClinicAutoSchema(AutoSchema):
       ones included: every request body would otherwise describe StrictSerializer's internals);
     - an operation's description is its handler's docstring (`list`, `create`, an `@action`, or a plain
       view's `get`), never the class's: a ViewSet's docstring is a note for developers;
-    - request bodies say what StrictSerializer enforces (`additionalProperties: false`), state a field's
-      default in words rather than as `default` (openapi-typescript makes a field with a `default`
-      required: an optional field of a request must stay optional in a generated client), and a
+    - request bodies say what StrictSerializer enforces (`additionalProperties: false`), and a
       serializer's `required_unless` rule becomes one body schema per case (a oneOf with a discriminator).
     """
 
@@ -107,10 +104,6 @@ class ClinicAutoSchema(AutoSchema):
             schema["description"] = description
         if direction != "request":
             return schema
-        for prop in schema.get("properties", {}).values():
-            if "default" in prop:
-                default = json.dumps(prop.pop("default"))
-                prop["description"] = " ".join(filter(None, [prop.get("description"), f"Default: {default}."]))
         # Only with properties: a body-less action's StrictSerializer (EmptyBody) stays undocumented as a body.
         if isinstance(serializer, StrictSerializer) and schema.get("properties"):
             schema["additionalProperties"] = False

@@ -1,4 +1,4 @@
-"""GET /api/v1/schema, the OpenAPI document, and GET /api/v1/redoc, its reference page (docs/api-rules.md §9).
+"""GET /api/v1/schema, the OpenAPI document, and GET /api/v1/redoc, its reference page (docs/api-rules.md §16).
 
 The document takes seconds to build and is megabytes long, so each process builds it once and keeps every
 representation it has served (YAML or JSON, plain and gzip-compressed) with its ETag: a request is a
@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,20 +39,31 @@ class _Representation:
 def _document(urlconf: str) -> dict[str, Any]:
     """The document without a request: what `manage.py spectacular` writes. The served one adds only the
     absolute link to the FHIR CapabilityStatement (clinic.api.openapi), which needs the request's origin."""
-    generator = spectacular_settings.DEFAULT_GENERATOR_CLASS()
+    generator = spectacular_settings.DEFAULT_GENERATOR_CLASS(urlconf=urlconf)
     return generator.get_schema(request=None, public=True)
 
 
 # A few origins per deployment (ALLOWED_HOSTS bounds them); the bound keeps a stream of Host headers from
 # filling memory where ALLOWED_HOSTS is "*".
 @functools.lru_cache(maxsize=8)
-def _representation(renderer_class: type, origin: str, urlconf: str) -> _Representation:
+def _representation(media_type: str, origin: str, urlconf: str) -> _Representation:
+    renderer = next(cls() for cls in SchemaView.renderer_classes if cls.media_type == media_type)
     document = {**_document(urlconf)}
     document["externalDocs"] = {"description": "FHIR R4 CapabilityStatement", "url": origin + "fhir/R4/metadata"}
-    body = renderer_class().render(document, renderer_class.media_type, {})
+    rendered = renderer.render(document, media_type, {})
+    body = rendered.encode() if isinstance(rendered, str) else rendered
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     # mtime=0: the same bytes in every process, so the ETag of the compressed body is stable too.
     return _Representation(body=body, gzipped=gzip.compress(body, compresslevel=9, mtime=0), etag=etag)
+
+
+# Building takes seconds of CPU: the threads of a worker wait for the one building rather than build too.
+_BUILDING = threading.Lock()
+
+
+def _cached(media_type: str, origin: str, urlconf: str) -> _Representation:
+    with _BUILDING:
+        return _representation(media_type, origin, urlconf)
 
 
 def _accepts_gzip(request: Request) -> bool:
@@ -81,7 +93,7 @@ class SchemaView(SpectacularAPIView):
     @extend_schema(exclude=True)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         renderer = request.accepted_renderer
-        cached = _representation(type(renderer), request.build_absolute_uri("/"), settings.ROOT_URLCONF)
+        cached = _cached(renderer.media_type, request.build_absolute_uri("/"), settings.ROOT_URLCONF)
         compressed = _accepts_gzip(request)
         etag = cached.gzip_etag() if compressed else cached.etag
         if _matches(request, etag):

@@ -30,6 +30,11 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 
+# Redoc runs its search in a web worker it starts from a blob: URL.
+REDOC_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY + "; worker-src 'self' blob:"
+_DOCS_PAGES = {"/api/v1/docs": CONTENT_SECURITY_POLICY, "/api/v1/redoc": REDOC_CONTENT_SECURITY_POLICY}
+
+
 class SecurityHeadersMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -42,6 +47,6 @@ class SecurityHeadersMiddleware:
             # Every API answer may carry patient data (a profile, a name in an invoice or appointment, a
             # problem naming a patient): no shared or browser cache may keep it.
             response["Cache-Control"] = "no-store"
-        if settings.CONTENT_SECURITY_POLICY_ENABLED and (path.startswith(self.admin_prefix) or path == "/api/v1/docs"):
-            response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        if settings.CONTENT_SECURITY_POLICY_ENABLED and (path.startswith(self.admin_prefix) or path in _DOCS_PAGES):
+            response.setdefault("Content-Security-Policy", _DOCS_PAGES.get(path, CONTENT_SECURITY_POLICY))
         return response

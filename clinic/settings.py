@@ -352,6 +352,10 @@ SPECTACULAR_SETTINGS = {
         "TaxCategoryEnum": "clinic.lib.tax.TaxCategory",
         "StockMovementKindEnum": "pharmacy.models.MovementKind",
         "KindEnum": "lab.models.TestKind",
+        # The payment and refund bodies are one schema per case of the reference rule (clinic.api.schema).
+        "PaymentModeEnum": "billing.api.serializers.PAYMENT_MODES",
+        "CashPaymentModeEnum": "billing.api.serializers.CASH_MODES",
+        "ReferencedPaymentModeEnum": "billing.api.serializers.REFERENCED_MODES",
     },
 }
 

@@ -1,10 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from clinic.api import meta_views
 from clinic.api.errors import api_not_found
 from clinic.api.organisation import BranchViewSet, DoctorViewSet
+from clinic.api.schema_views import RedocView, SchemaView
 from clinic.api.viewsets import ClinicRouter
 from integrations.clients.oauth import RevokeTokenView, TokenView
 from integrations.fhir.views import fhir_not_found
@@ -17,8 +18,9 @@ api_v1 = [
     path("auth/token", TokenView.as_view(), name="auth-token"),
     path("auth/revoke", RevokeTokenView.as_view(), name="auth-revoke"),
     *organisation.urls,
-    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("schema", SchemaView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
+    path("redoc", RedocView.as_view(url_name="schema"), name="redoc"),
     path("problems/<str:code>", meta_views.problem_kind, name="problem-kind"),
     path("", include("patients.api.urls")),
     path("", include("appointments.api.urls")),

@@ -121,3 +121,33 @@ INVALID_STATE = OpenApiExample(
         "request_id": "6f1d2c3b4a5e",
     },
 )
+
+SLOT_UNAVAILABLE = OpenApiExample(
+    "Slot unavailable",
+    response_only=True,
+    status_codes=["409"],
+    value={
+        "type": "/api/v1/problems/slot_unavailable",
+        "title": "Slot unavailable",
+        "status": 409,
+        "detail": "That slot was just booked by another request.",
+        "code": "slot_unavailable",
+        "request_id": "6f1d2c3b4a5e",
+    },
+)
+
+CANCELLATION_WINDOW = OpenApiExample(
+    "Inside the cancellation window",
+    response_only=True,
+    status_codes=["409"],
+    value={
+        "type": "/api/v1/problems/cancellation_window",
+        "title": "Inside the cancellation window",
+        "status": 409,
+        "detail": "Appointments at this branch can be cancelled through the API only until 120 minutes before "
+        "they start; ask the clinic's staff.",
+        "code": "cancellation_window",
+        "request_id": "6f1d2c3b4a5e",
+        "cancellable_until": "2026-11-23T07:00:00+05:30",
+    },
+)

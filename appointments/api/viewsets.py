@@ -150,7 +150,7 @@ class AppointmentViewSet(ClinicViewSet):
         request=BookingSerializer,
         parameters=[location_header("/api/v1/appointments/{id}")],
         responses={201: _APPOINTMENT, 409: OpenApiResponse(description="`slot_unavailable`.")},
-        examples=[schema.BOOKING, schema.BOOKED],
+        examples=[schema.BOOKING, schema.BOOKED, schema.SLOT_UNAVAILABLE],
     )
     def create(self, request: Request) -> Response:
         """Accepted exactly when `[slot_start, slot_end)` is one of the free cells GET slots returns for that
@@ -200,7 +200,7 @@ class AppointmentViewSet(ClinicViewSet):
             404: _NOT_FOUND,
             409: OpenApiResponse(description="`invalid_state` (not booked) or `cancellation_window`."),
         },
-        examples=[schema.CANCELLED, schema.INVALID_STATE],
+        examples=[schema.CANCELLED, schema.INVALID_STATE, schema.CANCELLATION_WINDOW],
     )
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Cancels a `booked` appointment; `reason` is required. From the branch's cancellation window before
@@ -230,7 +230,13 @@ class AppointmentViewSet(ClinicViewSet):
                 "current slot starts within the branch's cancellation window; with `cancellable_until`)."
             ),
         },
-        examples=[schema.RESCHEDULE, schema.RESCHEDULED, schema.INVALID_STATE],
+        examples=[
+            schema.RESCHEDULE,
+            schema.RESCHEDULED,
+            schema.INVALID_STATE,
+            schema.SLOT_UNAVAILABLE,
+            schema.CANCELLATION_WINDOW,
+        ],
     )
     @action(detail=True, methods=["patch"])
     def reschedule(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -15,6 +15,7 @@ from billing import services
 from billing.models import Invoice, Payment
 from clinic.api.serializers import (
     AsciiDecimalField,
+    RequiredUnless,
     StrictSerializer,
     filter_branch_id,
     filter_visible,
@@ -149,10 +150,24 @@ class EmptyBody(StrictSerializer):
     """finalize takes no body; a stray field is refused like everywhere else."""
 
 
+# The modes a payment or refund may go without a reference in, and those that need one: each is the enum of
+# its own body schema in the OpenAPI document (settings.SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
+PAYMENT_MODES: tuple[str, ...] = tuple(Payment.Mode.values)
+CASH_MODES: tuple[str, ...] = (Payment.Mode.CASH.value,)
+REFERENCED_MODES: tuple[str, ...] = tuple(mode for mode in Payment.Mode.values if mode not in CASH_MODES)
+
+
 class _MoneyMovementSerializer(StrictSerializer):
     """What a payment and a refund request share: amount, mode and reference (required for every mode but
     cash). `today` in the context is the branch-local date, which the date field may not pass."""
 
+    required_unless = RequiredUnless(
+        field="payment_mode",
+        exempt=CASH_MODES,
+        required=("reference",),
+        exempt_name="Cash",
+        other_name="Referenced",
+    )
     payment_mode = serializers.ChoiceField(choices=Payment.Mode.values)
     reference = serializers.CharField(
         max_length=100,
@@ -183,11 +198,8 @@ class _MoneyMovementSerializer(StrictSerializer):
             if not isinstance(exc.detail, dict):
                 raise
             errors = dict(exc.detail)
-        if isinstance(data, Mapping) and "reference" not in errors:
-            mode, reference = data.get("payment_mode"), data.get("reference")
-            if mode in Payment.Mode.values and mode != Payment.Mode.CASH and not str(reference or "").strip():
-                message = f"Required for {mode} (only cash may go without one)."
-                errors["reference"] = [serializers.ErrorDetail(message, code="required")]
+        if isinstance(data, Mapping) and data.get("payment_mode") in Payment.Mode.values and "reference" not in errors:
+            errors.update(self.required_unless.errors(data))
         if errors:
             raise serializers.ValidationError(errors)
         return value

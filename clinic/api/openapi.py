@@ -6,6 +6,7 @@ ids."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -97,6 +98,14 @@ _STANDARD_ERRORS = {
 }
 
 _INTEGER = {"type": "integer", "minimum": 0}
+# clinic.security_headers: every answer under /api/ but the public documentation paths.
+_CACHE_CONTROL = {
+    "Cache-Control": {
+        "schema": {"type": "string", "enum": ["no-store"]},
+        "required": True,
+        "description": "Every API answer may carry patient data: no cache may keep it.",
+    }
+}
 # On every response, errors included. The rate-limit headers need an identified client: a request
 # refused before (no token, an invalid one) has none of them.
 _COMMON_RESPONSE_HEADERS: dict[str, Any] = {
@@ -130,9 +139,19 @@ _STATUS_HEADERS: dict[str, dict[str, Any]] = {
             "description": 'On `insufficient_scope`: `Bearer error="insufficient_scope", scope="<needed>"`.',
         }
     },
+    "405": {
+        "Allow": {
+            "schema": {"type": "string"},
+            "required": True,
+            "description": "The methods this path offers, e.g. `GET, POST, HEAD, OPTIONS`.",
+        }
+    },
     "429": _RETRY_AFTER,
     "503": _RETRY_AFTER,
 }
+
+# clinic.api.hygiene refuses a NUL or control character anywhere in the path or a query value (400).
+PRINTABLE_PATTERN = r"^[^\x00-\x1F\x7F]*$"
 
 
 # POST and PATCH go through ClinicAPIView's idempotency layer; integrators need the header and its
@@ -142,8 +161,10 @@ _IDEMPOTENCY_KEY_PARAMETER = {
     "in": "header",
     "name": "Idempotency-Key",
     "required": False,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-    "description": "Makes a retry safe: the same key and body replay the stored response (kept 24 hours per client).",
+    # clinic.api.idempotency.validate_key: printable ASCII only (a 400 otherwise).
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[\x20-\x7E]+$"},
+    "description": "Makes a retry safe: the same key and body replay the stored response (kept 24 hours per client). "
+    "1-255 printable ASCII characters.",
 }
 _IDEMPOTENCY_ERRORS = {
     "409": "`idempotency_key_in_use`: a request with this Idempotency-Key is still running.",
@@ -206,6 +227,10 @@ def _default_problem_examples(status_code: str, operation: dict[str, Any]) -> di
             "IdempotencyKeyInUse": problem_example(
                 409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed."
             )
+        },
+        "405": {"MethodNotAllowed": problem_example(405, "method_not_allowed", "See the Allow header.")},
+        "406": {
+            "NotAcceptable": problem_example(406, "not_acceptable", "Could not satisfy the request Accept header.")
         },
         "413": {"PayloadTooLarge": problem_example(413, "payload_too_large", "The body is larger than 1048576 bytes.")},
         "415": {
@@ -336,6 +361,53 @@ _TAG_DESCRIPTIONS = {
 }
 
 
+def _printable(schema: dict[str, Any]) -> None:
+    """The control-character rule as a `pattern` on a free-text parameter (an enum, a format or a pattern of its
+    own already excludes them)."""
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        _printable(schema["items"])
+    elif schema.get("type") == "string" and not {"enum", "format", "pattern"} & schema.keys():
+        schema["pattern"] = PRINTABLE_PATTERN
+
+
+def _defaults_in_words(components: dict[str, Any]) -> None:
+    """A request member's default in its description, not as `default`: openapi-typescript (defaultNonNullable)
+    makes a member with a `default` required, and an optional member must stay optional in a generated client.
+    After drf-spectacular's enum hook, which moves a choice field's description to its enum component."""
+    for name, schema in components.items():
+        if not name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: the request bodies and their parts
+            continue
+        for prop in schema.get("properties", {}).values():
+            if "default" in prop:
+                default = f"Default: {json.dumps(prop.pop('default'))}."
+                prop["description"] = f"{prop['description']} {default}" if prop.get("description") else default
+
+
+def _method_not_allowed(path_item: dict[str, Any]) -> dict[str, Any]:
+    offered = [method.upper() for method in ("get", "post", "put", "patch", "delete") if method in path_item]
+    if "GET" in offered:
+        offered.append("HEAD")
+    return _problem_response(
+        f"`method_not_allowed`: this path offers {', '.join(offered)} and OPTIONS; `Allow` lists them "
+        "(a request without a valid token is answered 401 first)."
+    )
+
+
+def _not_acceptable(operation: dict[str, Any]) -> dict[str, Any]:
+    produced = sorted(
+        {
+            media_type
+            for status_code, response in operation.get("responses", {}).items()
+            if status_code[0] == "2"
+            for media_type in response.get("content", {"application/json": {}})
+        }
+        | {"application/json"}
+    )
+    return _problem_response(
+        f"`not_acceptable`: `Accept` names none of {', '.join(produced)} (errors are always problem+json)."
+    )
+
+
 def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Postprocessing hook: standard problem responses (each with its own example) and headers on every
     operation, the problem kinds in the description, the OAuth endpoints that live outside DRF, safe enum
@@ -344,6 +416,12 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
         for method, operation in path_item.items():
             responses = operation.setdefault("responses", {})
             _unwrap_list_examples(operation)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] in ("path", "query"):
+                    _printable(parameter.setdefault("schema", {}))
+            # DRF negotiates the representation before it authenticates: any Accept it cannot serve is a 406.
+            responses.setdefault("406", _not_acceptable(operation))
+            responses.setdefault("405", _method_not_allowed(path_item))
             if method in _IDEMPOTENT_METHODS:
                 operation.setdefault("parameters", []).append(_IDEMPOTENCY_KEY_PARAMETER)
                 for status_code, description in _IDEMPOTENCY_ERRORS.items():
@@ -377,16 +455,30 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
                     media["schema"] = {"$ref": "#/components/schemas/Problem"}
                     if not media.get("examples"):
                         media["examples"] = _default_problem_examples(status_code, operation)
+                    elif method in _IDEMPOTENT_METHODS and status_code in _IDEMPOTENCY_ERRORS:
+                        # The operation's own examples (slot_unavailable, ...) and the idempotency refusal.
+                        for name, value in _default_problem_examples(status_code, operation).items():
+                            media["examples"].setdefault(name, value)
                 headers = response.setdefault("headers", {})
                 headers.update(_COMMON_RESPONSE_HEADERS)
+                headers.update(_CACHE_CONTROL)
                 headers.update(_STATUS_HEADERS.get(status_code, {}))
                 if method in _IDEMPOTENT_METHODS:
                     headers.update(_REPLAYED_HEADER)
     paths = token_paths()
     for path_item in paths.values():
         for operation in path_item.values():
+            # Another method is refused by the API's own 405 (a problem); Accept is not read (RFC 6749 bodies).
+            method_not_allowed = _method_not_allowed(path_item)
+            media = method_not_allowed["content"][PROBLEM_MEDIA_TYPE]
+            media["examples"] = _default_problem_examples("405", operation)
+            operation["responses"]["405"] = method_not_allowed
             for status_code, response in operation["responses"].items():
-                response["headers"] = {**_COMMON_RESPONSE_HEADERS, **_STATUS_HEADERS.get(status_code, {})}
+                response["headers"] = {
+                    **_COMMON_RESPONSE_HEADERS,
+                    **_CACHE_CONTROL,
+                    **_STATUS_HEADERS.get(status_code, {}),
+                }
                 if status_code in ("401", "403"):
                     response["headers"].pop("WWW-Authenticate", None)  # RFC 6749 errors: a JSON body only
     result.setdefault("paths", {}).update(paths)
@@ -401,6 +493,7 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
     }
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Problem"] = problem
+    _defaults_in_words(components)
     result["webhooks"] = webhooks(components)
     _links(result)
     _add_enum_varnames(result)
@@ -412,6 +505,9 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
         "`idempotency_key_reused`; a request still running is 409 `idempotency_key_in_use`. Keys are kept 24 hours."
         "\n\nUnknown query parameters are refused with 400 `unknown_parameter` naming each of them, and unknown "
         "body fields with 400 `validation_error` (`errors[].code` = `unknown_field`)."
+        "\n\nPrinted invoices, credit notes and lab reports are `application/pdf` bodies (`format: binary`). "
+        "openapi-python-client reads JSON, text and `application/octet-stream` bodies only: generate with "
+        "`content_type_overrides: {application/pdf: application/octet-stream}` in its config to get the bytes."
         "\n\n## FHIR R4\n\nThe same records are served as FHIR R4 (4.0.1) at `/fhir/R4/`, on the same tokens, "
         "scopes and branch restrictions: read and search, `Patient/{id}/$everything` and Bulk Data `$export`. "
         "That server is described by its CapabilityStatement at `/fhir/R4/metadata` (which points back here), "

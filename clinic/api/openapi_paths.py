@@ -18,6 +18,11 @@ OAUTH_ERROR_CODES = (
 )
 
 
+# RFC 6749 3.1: the authorization server MUST ignore parameters it does not recognize (unlike the JSON bodies
+# of the API, which refuse an unknown field).
+_FORM_EXTRA: dict[str, Any] = {"description": "Other parameters are ignored (RFC 6749 3.1)."}
+
+
 def token_paths() -> dict[str, Any]:
     oauth_error = {
         "type": "object",
@@ -100,6 +105,7 @@ def token_paths() -> dict[str, Any]:
                             "schema": {
                                 "type": "object",
                                 "required": ["grant_type"],
+                                "additionalProperties": _FORM_EXTRA,
                                 "properties": {
                                     "grant_type": {"type": "string", "enum": ["client_credentials"]},
                                     "scope": {
@@ -203,6 +209,7 @@ def token_paths() -> dict[str, Any]:
                             "schema": {
                                 "type": "object",
                                 "required": ["token"],
+                                "additionalProperties": _FORM_EXTRA,
                                 "properties": {
                                     "token": {"type": "string"},
                                     "token_type_hint": {"type": "string", "enum": ["access_token"]},

@@ -10,6 +10,7 @@ OAUTH_PATHS = frozenset({"/api/v1/auth/token", "/api/v1/auth/revoke"})
 PUBLIC_API_PATHS = (
     "/api/v1/schema",
     "/api/v1/docs",
+    "/api/v1/redoc",
     "/api/v1/problems",
     "/fhir/R4/metadata",
     "/fhir/R4/.well-known/smart-configuration",

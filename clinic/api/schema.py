@@ -6,11 +6,13 @@ responses on every operation, the token endpoints, webhooks, links) is clinic.ap
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
@@ -18,6 +20,7 @@ from rest_framework import serializers
 from clinic.api.openapi import SECURITY_SCHEME
 from clinic.api.params import declared_query_params
 from clinic.api.permissions import required_scope
+from clinic.api.serializers import RequiredUnless, StrictSerializer
 from clinic.api.shapes import shape
 from integrations.clients.scopes import SCOPES
 
@@ -34,7 +37,9 @@ class ClinicAutoSchema(AutoSchema):
     - a component's description is its `openapi_description`, never a developer docstring (inherited
       ones included: every request body would otherwise describe StrictSerializer's internals);
     - an operation's description is its handler's docstring (`list`, `create`, an `@action`, or a plain
-      view's `get`), never the class's: a ViewSet's docstring is a note for developers.
+      view's `get`), never the class's: a ViewSet's docstring is a note for developers;
+    - request bodies say what StrictSerializer enforces (`additionalProperties: false`), and a
+      serializer's `required_unless` rule becomes one body schema per case (a oneOf with a discriminator).
     """
 
     def get_description(self) -> str:  # type: ignore[override] # drf-spectacular's signature
@@ -97,7 +102,46 @@ class ClinicAutoSchema(AutoSchema):
         description = type(serializer).__dict__.get("openapi_description")
         if description:
             schema["description"] = description
+        if direction != "request":
+            return schema
+        # Only with properties: a body-less action's StrictSerializer (EmptyBody) stays undocumented as a body.
+        if isinstance(serializer, StrictSerializer) and schema.get("properties"):
+            schema["additionalProperties"] = False
+        rule = getattr(serializer, "required_unless", None)
+        if isinstance(rule, RequiredUnless):
+            return self._one_schema_per_case(serializer, schema, rule)
         return schema
+
+    def _one_schema_per_case(self, serializer: Any, schema: dict[str, Any], rule: RequiredUnless) -> dict[str, Any]:
+        """`{"oneOf": [<exempt case>, <other case>], "discriminator": ...}`, each case a component whose `field`
+        is the enum of its values (named by ENUM_NAME_OVERRIDES) and the other case's `required` fields
+        required and not blank."""
+        name = self._get_serializer_name(serializer, "request")
+        values = [str(value) for value in serializer.fields[rule.field].choices]
+        cases = [
+            (rule.exempt_name, [v for v in values if v in rule.exempt], ()),
+            (rule.other_name, [v for v in values if v not in rule.exempt], rule.required),
+        ]
+        refs, mapping = [], {}
+        for prefix, case_values, required in cases:
+            case = copy.deepcopy(schema)
+            case["properties"][rule.field] = {"type": "string", "enum": case_values}
+            for field in required:
+                # The server strips the text: blank or spaces alone are refused like a missing field.
+                case["properties"][field].update({"minLength": 1, "pattern": r"\S"})
+            case["required"] = sorted({*case.get("required", []), *required})
+            component = ResolvedComponent(
+                name=prefix + name, type=ResolvedComponent.SCHEMA, object=prefix + name, schema=case
+            )
+            self.registry.register_on_missing(component)
+            refs.append(component.ref)
+            mapping.update({value: component.ref["$ref"] for value in case_values})
+        return {
+            "oneOf": refs,
+            "discriminator": {"propertyName": rule.field, "mapping": mapping},
+            "description": f"{', '.join(f'`{f}`' for f in rule.required)} is required for every `{rule.field}` but "
+            f"{' and '.join(f'`{v}`' for v in rule.exempt)}: one body schema for each case.",
+        }
 
 
 class ApiClientAuthenticationScheme(OpenApiAuthenticationExtension):

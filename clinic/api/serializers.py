@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from django.utils.dateparse import parse_datetime
@@ -53,6 +54,34 @@ class StrictSerializer(serializers.Serializer):
         if refused:
             raise serializers.ValidationError(refused)
         return value
+
+
+@dataclass(frozen=True)
+class RequiredUnless:
+    """A body rule: `required` fields must hold text (not blank) unless `field` is one of `exempt`.
+
+    A serializer that declares one as `required_unless` checks it with `errors(data)` in its validation,
+    and the OpenAPI document states it as one body schema per case, chosen by `field` (a oneOf with a
+    discriminator, named `<exempt_name><Component>` and `<other_name><Component>`, clinic.api.schema): the
+    form generated clients handle, where an if/then would be ignored."""
+
+    field: str
+    exempt: tuple[str, ...]
+    required: tuple[str, ...]
+    exempt_name: str
+    other_name: str
+
+    def errors(self, data: Any) -> dict[str, Any]:
+        """The `required` fields left blank in `data` whose `field` is a value outside `exempt`."""
+        if (
+            not isinstance(data, Mapping)
+            or not isinstance(data.get(self.field), str)
+            or data[self.field] in self.exempt
+        ):
+            return {}
+        value = data[self.field]
+        message = f"Required for {value} (only {' or '.join(self.exempt)} may go without one)."
+        return _coded({name: [message] for name in self.required if not str(data.get(name) or "").strip()}, "required")
 
 
 NON_ASCII_DIGITS = "Digits must be ASCII 0-9."

@@ -124,7 +124,7 @@ class PatientViewSet(ClinicViewSet[Patient]):
         parameters=[_REF],
         request=PatientWriteSerializer,
         responses={200: shape(PatientProfile), 409: OpenApiResponse(description="`duplicate_patient`.")},
-        examples=[schema.PROFILE_EXAMPLE],
+        examples=[schema.PROFILE_EXAMPLE, schema.DUPLICATE_EXAMPLE],
     )
     def partial_update(self, request: Request, id: str) -> Response:
         """Any subset of the create fields; fields not sent stay unchanged (within `address` too);

@@ -302,6 +302,9 @@ def test_the_response_of_a_successful_call_is_valid_against_its_documented_schem
     for header, spec in documented[status].get("headers", {}).items():
         if spec.get("required"):
             assert header in response, f"{operation} {status} lacks its required {header} header"
+        if header in response and "enum" in spec["schema"]:
+            # A header the document fixes (Cache-Control: no-store): the value sent is the one declared.
+            assert response[header] in spec["schema"]["enum"], (operation, status, header, response[header])
     content = documented[status].get("content", {})
     if not content:
         assert response.content in (b"", b"{}"), f"{operation} documents no body for {status}"

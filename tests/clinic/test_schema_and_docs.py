@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from typing import Any
@@ -76,6 +77,82 @@ def test_the_schema_is_served_as_json_on_request(client):
     assert response.status_code == 200
     assert response["Content-Type"] == "application/vnd.oai.openapi+json"
     assert json.loads(response.content)["openapi"].startswith("3.1")
+
+
+def test_accept_application_json_gives_the_same_document_as_json_that_yaml_gives_by_default(client):
+    as_json = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json")
+    as_yaml = client.get(SCHEMA_URL)
+
+    assert as_json.status_code == as_yaml.status_code == 200
+    assert as_json["Content-Type"] == "application/json"
+    assert as_yaml["Content-Type"] == "application/vnd.oai.openapi; charset=utf-8"
+    assert json.loads(as_json.content) == yaml.safe_load(as_yaml.content)
+    for response in (as_json, as_yaml):
+        assert response["Vary"] == "Accept, Accept-Encoding"
+        assert response["Cache-Control"] == "public, no-cache"
+        assert response["Content-Length"] == str(len(response.content))
+        assert "Content-Encoding" not in response
+
+
+def test_format_json_in_the_query_gives_json(client):
+    response = client.get(SCHEMA_URL, {"format": "json"})
+
+    assert response["Content-Type"] == "application/vnd.oai.openapi+json"
+    assert response.content == client.get(SCHEMA_URL, HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/vnd.oai.openapi"])
+def test_with_accept_encoding_gzip_the_body_is_gzip_of_the_same_document(client, accept):
+    plain = client.get(SCHEMA_URL, HTTP_ACCEPT=accept)
+    compressed = client.get(SCHEMA_URL, HTTP_ACCEPT=accept, HTTP_ACCEPT_ENCODING="br;q=1.0, gzip;q=0.8")
+
+    assert compressed.status_code == 200
+    assert compressed["Content-Encoding"] == "gzip"
+    assert compressed["Content-Type"] == plain["Content-Type"]
+    assert compressed["Content-Length"] == str(len(compressed.content))
+    assert len(compressed.content) * 5 < len(plain.content)
+    assert gzip.decompress(compressed.content) == plain.content
+    assert compressed["ETag"] == plain["ETag"][:-1] + '-gzip"'
+    assert compressed["Vary"] == "Accept, Accept-Encoding"
+
+
+@pytest.mark.parametrize("encoding", ["", "identity", "gzip;q=0", "deflate, br"])
+def test_without_gzip_among_the_accepted_encodings_the_body_is_plain(client, encoding):
+    response = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json", HTTP_ACCEPT_ENCODING=encoding)
+
+    assert "Content-Encoding" not in response
+    assert json.loads(response.content)["openapi"].startswith("3.1")
+
+
+def test_a_matching_if_none_match_is_a_304_without_a_body_and_another_tag_the_document(client):
+    first = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json")
+    etag = first["ETag"]
+
+    again = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json", HTTP_IF_NONE_MATCH=etag)
+    weak = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json", HTTP_IF_NONE_MATCH=f'"other", W/{etag}')
+    other = client.get(SCHEMA_URL, HTTP_ACCEPT="application/json", HTTP_IF_NONE_MATCH='"other"')
+    yaml_with_json_tag = client.get(SCHEMA_URL, HTTP_IF_NONE_MATCH=etag)
+
+    assert re.fullmatch(r'"[0-9a-f]{32}"', etag)
+    assert (again.status_code, again.content, again["ETag"]) == (304, b"", etag)
+    assert again["Vary"] == "Accept, Accept-Encoding"
+    assert weak.status_code == 304
+    assert (other.status_code, other.content) == (200, first.content)
+    assert yaml_with_json_tag.status_code == 200
+    assert yaml_with_json_tag["ETag"] != etag
+
+
+def test_the_document_is_built_once_per_process_and_served_from_memory(client):
+    from clinic.api import schema_views
+
+    client.get(SCHEMA_URL, HTTP_ACCEPT="application/json")
+    built = schema_views._document.cache_info().misses
+
+    for _ in range(3):
+        client.get(SCHEMA_URL, HTTP_ACCEPT="application/json", HTTP_ACCEPT_ENCODING="gzip")
+        client.get(SCHEMA_URL)
+
+    assert schema_views._document.cache_info().misses == built
 
 
 def test_the_served_document_points_at_the_fhir_capability_statement_by_an_absolute_url(schema):
@@ -274,6 +351,22 @@ def test_the_docs_page_uses_only_local_assets_and_each_is_served(client):
     assert '"/api/v1/schema"' in client.get("/api/v1/docs?script=").content.decode()
 
 
+def test_the_redoc_page_uses_only_local_assets_and_each_is_served(client):
+    response = client.get("/api/v1/redoc")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert not re.search(r"(?:https?:)?//", html), "an external host"
+    assert '<redoc spec-url="/api/v1/schema"></redoc>' in html
+    assets = referenced_assets(html)
+    assert assets == ["/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"]
+    served = client.get(assets[0])
+    assert served.status_code == 200
+    assert b"".join(served.streaming_content if served.streaming else [served.content])
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+
+
 @pytest.mark.parametrize(
     ("method", "path", "accept", "status", "code"),
     [
@@ -395,8 +488,8 @@ def test_the_servers_rules_are_in_the_schema(schema):
     assert (line["rate"]["type"], line["rate"]["format"], line["rate"]["x-decimal-places"]) == ("number", "decimal", 2)
     assert "multipleOf" not in json.dumps(schema)  # docs/api-rules.md §1.4: validators refuse 36.09 under it
     assert (line["tax_rate"]["minimum"], line["tax_rate"]["maximum"]) == (0, 100)
-    for name in ("amount",):
-        assert components["PaymentRequest"]["properties"][name]["x-decimal-places"] == 2
+    for name in ("CashPaymentRequest", "ReferencedPaymentRequest"):
+        assert components[name]["properties"]["amount"]["x-decimal-places"] == 2
     for name in ("total", "paid", "balance"):
         assert components["InvoiceSummary"]["properties"][name]["format"] == "decimal"
     patient = components["PatientWriteRequest"]

@@ -8,10 +8,10 @@ import uuid
 from datetime import date, timedelta
 from decimal import Decimal
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.db import connection
-from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
+from django.db.models import Model, Prefetch, Q, QuerySet
 
 from billing.models import (
     CreditNote,
@@ -28,11 +28,14 @@ from billing.models import (
     RollupPeriod,
 )
 from clinic.errors import FieldError, NotFound
+from clinic.lib.rows import columns, loaded, split
 from clinic.models import Branch, Department
 from clinic.query_plans import prefetched, server_binding_cursor
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
+
+M = TypeVar("M", bound=Model)
 
 
 def visible_invoices(client: ApiClient) -> QuerySet[Invoice]:
@@ -44,6 +47,68 @@ def _credit_notes() -> QuerySet[CreditNote]:
     return CreditNote.objects.order_by("created_at", "id").prefetch_related(Prefetch("lines", queryset=lines))
 
 
+# Constant statements (docs/architecture.md §6): an invoice's detail answers every GET of it, every write to
+# it and every billing event, and composing its reads through the ORM (the head with its branch and patient,
+# then prefetch_related over lines, payments, credit notes and refunds) cost about 7 ms of CPU per request
+# (bench/results/plans_retired.md). Each is one statement over the models' own tables and columns, the rows
+# built as loaded rows (clinic.lib.rows); the client's branch ids are the rule's parameter
+# (Invoice.objects.visible_to). tests/billing/test_invoice_statements.py holds them to the ORM reads.
+@cache
+def _invoice_statements() -> dict[str, str]:
+    invoice, line, credit = Invoice._meta, LineItem._meta, CreditNote._meta
+
+    def fk(meta: Any, name: str) -> str:
+        return str(meta.get_field(name).column)
+
+    head = (
+        f"SELECT {columns(Invoice, 'i')}, {columns(Branch, 'b')}, {columns(Patient, 'p')}"  # noqa: S608 - _meta
+        f' FROM "{invoice.db_table}" i JOIN "{Branch._meta.db_table}" b ON b.id = i."{fk(invoice, "branch")}"'
+        f' JOIN "{Patient._meta.db_table}" p ON p.id = i."{fk(invoice, "patient")}" WHERE i.id = %s'
+    )
+
+    def of_invoice(model: Any, order: str) -> str:
+        meta = model._meta
+        return (
+            f'SELECT {columns(model, "x")} FROM "{meta.db_table}" x'  # noqa: S608 - _meta
+            f' WHERE x."{fk(meta, "invoice")}" = %s ORDER BY {order}'
+        )
+
+    return {
+        "head": head,
+        "head at": f'{head} AND i."{fk(invoice, "branch")}" = ANY(%s)',
+        "lines": (
+            f'SELECT {columns(LineItem, "x")}, {columns(Department, "d")} FROM "{line.db_table}" x'  # noqa: S608
+            f' JOIN "{Department._meta.db_table}" d ON d.id = x."{fk(line, "department")}"'
+            f' WHERE x."{fk(line, "invoice")}" = %s ORDER BY x.position, x.id'
+        ),
+        "payments": of_invoice(Payment, "x.recorded_at, x.id"),
+        "credit_notes": of_invoice(CreditNote, "x.created_at, x.id"),
+        "credit_lines": (
+            f'SELECT {columns(CreditNoteLine, "x")} FROM "{CreditNoteLine._meta.db_table}" x'  # noqa: S608
+            f' JOIN "{credit.db_table}" c ON c.id = x."{fk(CreditNoteLine._meta, "credit_note")}"'
+            f' WHERE c."{fk(credit, "invoice")}" = %s ORDER BY x.position, x.id'
+        ),
+        "refunds": of_invoice(Refund, "x.recorded_at, x.id"),
+    }
+
+
+def _rows(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(_invoice_statements()[statement], params)
+        return cursor.fetchall()
+
+
+def _invoice_head(invoice_id: uuid.UUID, allowed: frozenset[uuid.UUID] | None) -> Invoice | None:
+    """The invoice with its branch and patient, when at one of the `allowed` branches (None: any)."""
+    rows = _rows("head", [invoice_id]) if allowed is None else _rows("head at", [invoice_id, list(allowed)])
+    if not rows:
+        return None
+    invoice, branch, patient = split(rows[0], Invoice, Branch, Patient)
+    invoice = cast(Invoice, invoice)
+    invoice.branch, invoice.patient = cast(Branch, branch), cast(Patient, patient)
+    return invoice
+
+
 def _detailed(invoice: Invoice | None) -> Invoice | None:
     """The invoice (read with its branch and patient) with everything its detail shows: its lines with their
     departments, its payments, its credit notes with their lines and its refunds, each in display order. A
@@ -51,27 +116,33 @@ def _detailed(invoice: Invoice | None) -> Invoice | None:
     each table): it is attached empty, without a query."""
     if invoice is None:
         return None
-    lookups: list[Prefetch[Any]] = [
-        Prefetch("line_items", queryset=LineItem.objects.select_related("department").order_by("position", "id"))
-    ]
-    related: tuple[tuple[str, Decimal, QuerySet[Any]], ...] = (
-        ("payments", invoice.paid, Payment.objects.order_by("recorded_at", "id")),
-        ("credit_notes", invoice.credited, _credit_notes()),
-        ("refunds", invoice.refunded, Refund.objects.order_by("recorded_at", "id")),
-    )
-    for relation, total, rows in related:
-        if total:
-            lookups.append(Prefetch(relation, queryset=rows))
-        else:
-            prefetched(invoice, relation, [])
-    prefetch_related_objects([invoice], *lookups)
+    lines = []
+    for row in _rows("lines", [invoice.pk]):
+        line, department = split(row, LineItem, Department)
+        cast(LineItem, line).department = cast(Department, department)
+        lines.append(line)
+    prefetched(invoice, "line_items", lines)
+    prefetched(invoice, "payments", _loaded("payments", Payment, invoice) if invoice.paid else [])
+    notes = _loaded("credit_notes", CreditNote, invoice) if invoice.credited else []
+    if notes:
+        by_note: dict[Any, list[Any]] = {note.pk: [] for note in notes}
+        for credit_line in _loaded("credit_lines", CreditNoteLine, invoice):
+            by_note[credit_line.credit_note_id].append(credit_line)
+        for note in notes:
+            prefetched(note, "lines", by_note[note.pk])
+    prefetched(invoice, "credit_notes", notes)
+    prefetched(invoice, "refunds", _loaded("refunds", Refund, invoice) if invoice.refunded else [])
     return invoice
+
+
+def _loaded(statement: str, model: type[M], invoice: Invoice) -> list[M]:
+    return [loaded(model, row) for row in _rows(statement, [invoice.pk])]
 
 
 def invoice_detail_load(invoice_id: uuid.UUID) -> Invoice:
     """An invoice with everything its detail shows, whatever its branch: for the events its own writes
     publish (billing.events), never for a client's request."""
-    invoice = _detailed(Invoice.objects.select_related("branch", "patient").filter(id=invoice_id).first())
+    invoice = _detailed(_invoice_head(invoice_id, None))
     if invoice is None:
         raise Invoice.DoesNotExist(f"No invoice {invoice_id}.")
     return invoice
@@ -84,7 +155,7 @@ def invoice_get(*, client: ApiClient, invoice_id: str, detail: bool = True) -> I
         key = uuid.UUID(invoice_id)
     except ValueError:
         raise NotFound(f"No invoice {invoice_id!r}.") from None
-    invoice = visible_invoices(client).filter(id=key).select_related("branch", "patient").first()
+    invoice = _invoice_head(key, client_branch_ids(client))
     if detail:
         invoice = _detailed(invoice)
     if invoice is None:

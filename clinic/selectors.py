@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from functools import cache
-from typing import Any, cast
+from typing import cast
 
 from django.db import connection
 from django.db.models import Model, Prefetch, QuerySet
 
 from clinic.errors import FieldError, NotFound
+from clinic.lib.rows import columns, split
 from clinic.models import Branch, Department, Doctor
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
@@ -107,10 +107,10 @@ def doctor_get(*, client: ApiClient, doctor_id: str) -> Doctor:
         rows = cursor.fetchall()
     if not rows:
         raise NotFound(f"No doctor {doctor_id!r}.")
-    first = _split(rows[0])
+    first = split(rows[0], *_JOINED)
     doctor = cast(Doctor, first[0])
     doctor.department = cast(Department, first[1])
-    doctor.__dict__[_VISIBLE_BRANCHES] = [_split(row)[2] for row in rows]
+    doctor.__dict__[_VISIBLE_BRANCHES] = [split(row, *_JOINED)[2] for row in rows]
     return doctor
 
 
@@ -123,32 +123,15 @@ def _doctor_statements() -> tuple[str, str]:
     branch ids the last parameter). Every identifier is a model's own table or column name."""
     link = Doctor.branches.through._meta
     to_doctor, to_branch = link.get_field("doctor").column, link.get_field("branch").column
-    aliases = dict(zip(_JOINED, ("d", "dep", "b"), strict=True))
-    columns = ", ".join(f'{aliases[model]}."{field.column}"' for model in _JOINED for field in _fields(model))
+    selected = ", ".join(columns(model, alias) for model, alias in zip(_JOINED, ("d", "dep", "b"), strict=True))
     sql = (
-        f'SELECT {columns} FROM "{link.db_table}" l'  # noqa: S608 - identifiers from _meta, values are parameters
+        f'SELECT {selected} FROM "{link.db_table}" l'  # noqa: S608 - identifiers from _meta, values are parameters
         f' JOIN "{Doctor._meta.db_table}" d ON d.id = l."{to_doctor}"'
         f' JOIN "{Department._meta.db_table}" dep ON dep.id = d."{Doctor._meta.get_field("department").column}"'
         f' JOIN "{Branch._meta.db_table}" b ON b.id = l."{to_branch}"'
         f' WHERE l."{to_doctor}" = %s AND d.is_active AND b.is_active'
     )
     return f"{sql} ORDER BY b.code", f"{sql} AND b.id = ANY(%s) ORDER BY b.code"
-
-
-def _fields(model: type[Model]) -> Sequence[Any]:
-    return model._meta.concrete_fields
-
-
-def _split(row: Sequence[Any]) -> list[Model]:
-    """The row's doctor, department and branch, built as Django builds a loaded row (Model.from_db)."""
-    made: list[Model] = []
-    start = 0
-    for model in _JOINED:
-        fields = _fields(model)
-        values = row[start : start + len(fields)]
-        made.append(model.from_db(connection.alias, [field.attname for field in fields], values))
-        start += len(fields)
-    return made
 
 
 def doctor_branches_visible(*, client: ApiClient, doctor: Doctor) -> list[Branch]:

@@ -22,6 +22,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
+from clinic.lib.rows import loaded
 from clinic.models import Branch
 from clinic.text import has_non_ascii_digit, like_prefix
 from clinic.visibility import client_branch_ids, client_sees_branch
@@ -103,9 +104,8 @@ def _patient_named(client: ApiClient | None, ref: str | uuid.UUID, profile_day: 
     statement = _patient_statements(kind, allowed is not None, profile_day is not None)
     patient = next(iter(Patient.objects.raw(statement, params)), None)
     if patient is not None and profile_day is not None:
-        fields = Branch._meta.concrete_fields
-        values = [getattr(patient, f"{_BRANCH_COLUMN}{field.attname}") for field in fields]
-        patient.registration_branch = Branch.from_db(connection.alias, [field.attname for field in fields], values)
+        values = [getattr(patient, f"{_BRANCH_COLUMN}{field.attname}") for field in Branch._meta.concrete_fields]
+        patient.registration_branch = loaded(Branch, values)
     return patient
 
 

@@ -50,6 +50,7 @@ NOT_FROM_THE_RULE = {
 RULE_AS_PARAMETER = {
     "clinic.selectors.doctor_get": "tests/clinic/test_doctor_statement.py",
     "patients.selectors._patient_named": "tests/patients/test_patient_statement.py",
+    "billing.selectors.invoice_get": "tests/billing/test_invoice_statements.py",
 }
 
 

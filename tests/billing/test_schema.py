@@ -46,7 +46,12 @@ def test_the_problem_codes_of_billing_are_documented(schema):
     payments = schema["paths"]["/api/v1/billing/invoices/{id}/payments"]["post"]
     assert "duplicate_payment" in payments["responses"]["409"]["description"]
     examples = payments["responses"]["409"]["content"]["application/problem+json"]["examples"]
-    assert {example["value"]["code"] for example in examples.values()} == {"invalid_state", "duplicate_payment"}
+    # and the idempotency refusal every POST can give (a retry while the first request is still running)
+    assert {example["value"]["code"] for example in examples.values()} == {
+        "invalid_state",
+        "duplicate_payment",
+        "idempotency_key_in_use",
+    }
 
 
 def test_the_document_shows_money_as_numbers(schema):

@@ -31,6 +31,7 @@ from clinic.errors import FieldError, NotFound
 from clinic.lib.rows import columns, loaded, split
 from clinic.models import Branch, Department
 from clinic.query_plans import prefetched, server_binding_cursor
+from clinic.selectors import branch_visible_get
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from patients.models import Patient
@@ -201,8 +202,10 @@ def billing_summary(
     invoices' lines by department name, in name order."""
     branches: frozenset[uuid.UUID] | None = client_branch_ids(client)
     if branch_id is not None:
-        if not Branch.objects.visible_to(client).filter(id=branch_id).exists():
-            raise FieldError({"branch_id": f"No branch {branch_id} available to this client."})
+        try:
+            branch_visible_get(client=client, branch_id=branch_id)
+        except NotFound:
+            raise FieldError({"branch_id": f"No branch {branch_id} available to this client."}) from None
         branches = frozenset({branch_id})
     # Each figure sums the rollups of its range (billing.models, migration 0004), kept exact by triggers in
     # the transaction of every change: a query sees in its snapshot what aggregating the rows would. One

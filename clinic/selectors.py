@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import Model, Prefetch, QuerySet
 
 from clinic.errors import FieldError, NotFound
-from clinic.lib.rows import columns, split
+from clinic.lib.rows import columns, loaded, split
 from clinic.models import Branch, Department, Doctor
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
@@ -29,11 +29,26 @@ def branch_by_ref(ref: str) -> Branch | None:
 
 def branch_visible_get(*, client: ApiClient, branch_id: uuid.UUID) -> Branch:
     """A branch named in a body or query filter: NotFound unless it exists and the client may see it (the
-    serializers turn that into a 400 on branch_id)."""
-    branch = Branch.objects.visible_to(client).filter(id=branch_id).first()
-    if branch is None:
+    serializers turn that into a 400 on branch_id). Every write naming a branch and every list filtering by
+    one runs it: a constant statement (docs/architecture.md §6) with the client's branch ids as the rule's
+    parameter (Branch.objects.visible_to), held to it by tests/clinic/test_doctor_statement.py."""
+    allowed = client_branch_ids(client)
+    any_branch, at_branches = _branch_statements()
+    with connection.cursor() as cursor:
+        if allowed is None:
+            cursor.execute(any_branch, [branch_id])
+        else:
+            cursor.execute(at_branches, [branch_id, list(allowed)])
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound(f"No branch {branch_id} available to this client.")
-    return branch
+    return loaded(Branch, row)
+
+
+@cache
+def _branch_statements() -> tuple[str, str]:
+    select = f'SELECT {columns(Branch, "b")} FROM "{Branch._meta.db_table}" b WHERE b.id = %s'  # noqa: S608 - _meta
+    return select, f"{select} AND b.id = ANY(%s)"
 
 
 def branch_only_default(*, client: ApiClient, action: str) -> Branch:

@@ -49,6 +49,7 @@ NOT_FROM_THE_RULE = {
 # from client_branch_ids, each with the test that holds it to the ORM rule it stands for.
 RULE_AS_PARAMETER = {
     "clinic.selectors.doctor_get": "tests/clinic/test_doctor_statement.py",
+    "clinic.selectors.branch_visible_get": "tests/clinic/test_doctor_statement.py",
     "patients.selectors._patient_named": "tests/patients/test_patient_statement.py",
     "billing.selectors.invoice_get": "tests/billing/test_invoice_statements.py",
 }

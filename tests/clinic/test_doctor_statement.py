@@ -1,4 +1,4 @@
-"""clinic.selectors.doctor_get reads a doctor with the branches a client may see in one constant statement; it
+"""clinic.selectors.doctor_get (and branch_visible_get, below) reads a doctor with the branches a client may see in one constant statement; it
 must find exactly whom the ORM's rule finds (Doctor.objects.visible_to, active doctors) and load the same
 doctor, department and branches, field for field, for every kind of client over every kind of doctor: active
 or not, at open or closed branches, at the client's branches or only at others, at none."""
@@ -6,6 +6,7 @@ or not, at open or closed branches, at the client's branches or only at others, 
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from django.forms.models import model_to_dict
 
 from clinic.errors import NotFound
 from clinic.models import Branch, Doctor
-from clinic.selectors import doctor_get
+from clinic.selectors import branch_visible_get, doctor_get
 from tests.factories import ApiClientFactory, BranchFactory, DepartmentFactory, DoctorFactory
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +72,23 @@ def test_an_unknown_or_malformed_id_is_not_found():
     for doctor_id in ("00000000-0000-4000-8000-000000000000", "not-a-uuid", ""):
         with pytest.raises(NotFound):
             doctor_get(client=client, doctor_id=doctor_id)
+
+
+def test_a_named_branch_is_found_as_the_orm_rule_finds_it():
+    """branch_visible_get: any branch the client may see, open or closed (a closed branch's history is still
+    named), none of another's, none that does not exist."""
+    blr, mum = BranchFactory(code="BLR"), BranchFactory(code="MUM")
+    closed = BranchFactory(code="OLD", is_active=False)
+    clients = [ApiClientFactory(branches=chosen) for chosen in ([], [blr], [mum, closed])]
+    outcomes = []
+    for client in clients:
+        for branch_id in (blr.id, mum.id, closed.id, uuid.uuid4()):
+            expected = Branch.objects.visible_to(client).filter(id=branch_id).first()
+            if expected is None:
+                with pytest.raises(NotFound):
+                    branch_visible_get(client=client, branch_id=branch_id)
+                outcomes.append(False)
+                continue
+            assert fields(branch_visible_get(client=client, branch_id=branch_id)) == fields(expected)
+            outcomes.append(True)
+    assert outcomes == [True, True, True, False, True, False, False, False, False, True, True, False]

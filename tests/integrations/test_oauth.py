@@ -432,7 +432,7 @@ def test_an_exchange_runs_three_statements_and_stores_the_toolkits_token_row(cli
     assert response.status_code == 200, response.content
     statements = [query["sql"].split(" ", 3)[:3] for query in queries.captured_queries]
     assert statements == [
-        ["SELECT", '"integrations_apiclient"."id",', '"integrations_apiclient"."client_id",'],
+        ["SELECT", "*", "FROM"],  # the client by client_id (integrations.clients.oauth._client_by_client_id)
         ["INSERT", "INTO", '"oauth2_provider_accesstoken"'],
         ["INSERT", "INTO", '"integrations_auditlogentry"'],
     ]

@@ -7,9 +7,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from django.contrib.postgres.fields import ArrayField
+from django.db import connection
 from django.db.models import (
     CharField,
     DateField,
@@ -17,6 +20,7 @@ from django.db.models import (
     Exists,
     F,
     Func,
+    Model,
     OuterRef,
     Prefetch,
     Q,
@@ -28,8 +32,10 @@ from django.db.models import (
 from django.db.models.functions import Cast
 
 from clinic.errors import NotFound
-from clinic.models import Branch
+from clinic.lib.rows import columns, split
+from clinic.models import Branch, Doctor
 from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
+from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
     WORKLIST_STATUSES,
@@ -146,15 +152,40 @@ def lab_order_get(*, client: ApiClient, ref: str, detail: bool = True) -> LabOrd
         key = uuid.UUID(ref)
     except ValueError:
         raise NotFound(f"No lab order {ref!r}.") from None
-    orders = visible_lab_orders(client).filter(id=key)
-    if not detail:
-        order = orders.select_related("branch").first()
-    else:  # the row through the branch rule, then its items and results by the event's plans
-        order = orders.select_related("branch", "patient", "doctor").first()
-        order = _with_items(order) if order is not None else None
-    if order is None:
+    # The row through the branch rule, by a constant statement (docs/architecture.md §6: composing it through
+    # the ORM, with its branch, patient and doctor, was most of the detail's CPU) with the client's branch
+    # ids as the rule's parameter (LabOrder.objects.visible_to); then its items and results by the event's
+    # plans. tests/lab/test_order_statement.py holds it to the ORM read.
+    allowed = client_branch_ids(client)
+    joined = _ORDER_DETAIL if detail else _ORDER_ROW
+    statement = _order_statement(joined, allowed is not None)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [key] if allowed is None else [key, list(allowed)])
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound(f"No lab order {ref!r}.")
-    return order
+    order, *related = split(row, LabOrder, *joined)
+    for name, instance in zip(("branch", "patient", "doctor"), related, strict=False):
+        setattr(order, name, instance)
+    detailed = cast(LabOrder, order)
+    return _with_items(detailed) if detail else detailed
+
+
+_ORDER_ROW: tuple[type[Model], ...] = (Branch,)
+_ORDER_DETAIL: tuple[type[Model], ...] = (Branch, Patient, Doctor)
+
+
+@cache
+def _order_statement(joined: tuple[type[Model], ...], restricted: bool) -> str:
+    meta: Any = LabOrder._meta
+    names = ("branch", "patient", "doctor")[: len(joined)]
+    selected = ", ".join([columns(LabOrder, "o"), *(columns(m, n) for m, n in zip(joined, names, strict=True))])
+    joins = "".join(
+        f' JOIN "{model._meta.db_table}" {name} ON {name}.id = o."{meta.get_field(name).column}"'
+        for model, name in zip(joined, names, strict=True)
+    )
+    at = f' AND o."{meta.get_field("branch").column}" = ANY(%s)' if restricted else ""
+    return f'SELECT {selected} FROM "{meta.db_table}" o{joins} WHERE o.id = %s{at}'  # noqa: S608 - _meta
 
 
 def lab_order_row_get(*, client: ApiClient, ref: str) -> LabOrder:

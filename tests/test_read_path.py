@@ -52,6 +52,7 @@ RULE_AS_PARAMETER = {
     "clinic.selectors.branch_visible_get": "tests/clinic/test_doctor_statement.py",
     "patients.selectors._patient_named": "tests/patients/test_patient_statement.py",
     "billing.selectors.invoice_get": "tests/billing/test_invoice_statements.py",
+    "lab.selectors.lab_order_get": "tests/lab/test_order_statement.py",
 }
 
 

@@ -5,6 +5,7 @@ the same status, the same body bytes (money as exact JSON numbers included) and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from io import StringIO
@@ -19,7 +20,7 @@ from oauth2_provider.models import get_access_token_model
 
 from billing.models import Invoice
 from clinic.api.authentication import ApiClientAuthentication
-from clinic.api.pagination import HeaderPagination
+from clinic.api.pagination import HeaderPagination, added_field
 from integrations.models import ApiClient
 from patients.models import Patient
 
@@ -33,7 +34,10 @@ def _toolkit_bearer(self: ApiClientAuthentication, request: Any, token: str) -> 
 
 
 def _count_first(self: HeaderPagination, queryset: Any) -> list[Any]:
-    """The pagination before issue 21: the COUNT, then the page unless it lies past the end."""
+    """The pagination before issue 21: the COUNT, then the page unless it lies past the end (a list of records
+    carrying its snapshot in the links, as the paging rule has it since)."""
+    if isinstance(queryset, QuerySet):
+        self.bounded = added_field(queryset.model) is not None
     self.total = queryset.count() if isinstance(queryset, QuerySet) else len(queryset)
     if self.offset >= self.total:
         return []
@@ -43,6 +47,8 @@ def _count_first(self: HeaderPagination, queryset: Any) -> list[Any]:
 def _answer(client: Client, path: str, headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
     response = client.get(path, headers={"X-Request-ID": "identical-1", **headers})
     kept = {name: value for name, value in response.headers.items() if name not in VOLATILE}
+    if "Link" in kept:  # the list's snapshot is the instant of its first page: it differs by design, as Date does
+        kept["Link"] = re.sub(r"as_of=[^&>]+", "as_of=AS_OF", kept["Link"])
     return response.status_code, response.content, kept
 
 

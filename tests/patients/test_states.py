@@ -284,7 +284,7 @@ def test_the_document_says_which_forms_the_state_takes_and_what_comes_back():
     assert next(parameter for parameter in parameters if parameter["name"] == "state") == {
         "in": "query",
         "name": "state",
-        "schema": {"type": "string", "minLength": 1},
+        "schema": {"type": "string", "minLength": 1, "pattern": "^[^\\x00-\\x1F\\x7F]*$"},
         "description": f"Only branches in this state. {STATE_FORMS}",
     }
 

@@ -9,8 +9,6 @@ Cache-Control: no-store is set on every API answer (clinic.security_headers) and
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -21,9 +19,8 @@ from billing import selectors
 from billing.document_pdf import pdf_response
 from billing.documents import credit_note_document, credit_note_of, invoice_document
 from billing.models import Invoice
-from clinic.api.renderers import JSONRenderer, PdfRenderer
+from clinic.api.renderers import as_accepted, pdf_responses, printed_document_renderers
 from clinic.api.viewsets import ClinicViewSet
-from clinic.lib.pdf import PDF
 from integrations.models import ApiClient
 
 
@@ -49,10 +46,6 @@ _FILENAME = OpenApiParameter(
 )
 
 
-def _pdf(description: str) -> dict[Any, Any]:
-    return {(200, PDF): OpenApiResponse(OpenApiTypes.BINARY, description=description)}
-
-
 class InvoiceDocumentViewSet(ClinicViewSet[Invoice]):
     """Routed by hand in billing.api.urls: a `.pdf` path is no route a router makes."""
 
@@ -61,18 +54,14 @@ class InvoiceDocumentViewSet(ClinicViewSet[Invoice]):
     required_scopes = {"invoice_pdf": "billing:read", "credit_note_pdf": "billing:read"}
 
     def get_renderers(self) -> list[renderers.BaseRenderer]:
-        # GET answers the PDF (a client accepting only JSON gets 406); OPTIONS describes the path in JSON,
-        # as on every other path.
-        if self.request.method == "OPTIONS":
-            return [JSONRenderer()]
-        return [PdfRenderer()]
+        return printed_document_renderers(self.request)
 
     @extend_schema(
         operation_id="billing_invoices_pdf",
         summary="Print an invoice (PDF)",
         parameters=[_ID, _FILENAME],
         responses={
-            **_pdf("The GST tax invoice, A4."),
+            **pdf_responses("The GST tax invoice, A4."),
             404: OpenApiResponse(
                 description="`not_found`: unknown id, or an invoice at a branch the client may not see."
             ),
@@ -86,14 +75,14 @@ class InvoiceDocumentViewSet(ClinicViewSet[Invoice]):
         (with credited, net total and refund due when there are any). A draft is titled "DRAFT - NOT A TAX
         INVOICE"; a cancelled invoice is marked CANCELLED. Also served by the invoice detail for `Accept:
         application/pdf`. Scope: `billing:read`."""
-        return invoice_pdf_response(self.get_object())
+        return as_accepted(request, invoice_pdf_response(self.get_object()))
 
     @extend_schema(
         operation_id="billing_credit_notes_pdf",
         summary="Print a credit note (PDF)",
         parameters=[_ID, _CREDIT_NOTE_ID, _FILENAME],
         responses={
-            **_pdf("The GST credit note, A4."),
+            **pdf_responses("The GST credit note, A4."),
             404: OpenApiResponse(
                 description="`not_found`: unknown invoice, one at a branch the client may not see, or no such credit "
                 "note on this invoice."
@@ -107,4 +96,4 @@ class InvoiceDocumentViewSet(ClinicViewSet[Invoice]):
         invoice = _invoice_with_detail(client=self.api_client, ref=id)
         credit_note = credit_note_of(invoice, credit_note_id)
         self.audit_patients([invoice.patient_id])
-        return pdf_response(credit_note_document(credit_note, invoice))
+        return as_accepted(request, pdf_response(credit_note_document(credit_note, invoice)))

@@ -14,9 +14,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import renderers
 from rest_framework.request import Request
 
-from clinic.api.renderers import JSONRenderer, PdfRenderer
+from clinic.api.renderers import as_accepted, pdf_responses, printed_document_renderers
 from clinic.api.viewsets import ClinicViewSet
-from clinic.lib.pdf import PDF
 from lab import selectors
 from lab.models import LabOrder
 from lab.report import lab_report_response
@@ -40,17 +39,14 @@ class LabReportViewSet(ClinicViewSet[LabOrder]):
     required_scopes = {"report_pdf": "lab:read"}
 
     def get_renderers(self) -> list[renderers.BaseRenderer]:
-        # GET answers the PDF (a client accepting only JSON gets 406); OPTIONS describes the path in JSON.
-        if self.request.method == "OPTIONS":
-            return [JSONRenderer()]
-        return [PdfRenderer()]
+        return printed_document_renderers(self.request)
 
     @extend_schema(
         operation_id="lab_orders_pdf",
         summary="Print a lab order's report (PDF)",
         parameters=[_ID, _FILENAME],
         responses={
-            (200, PDF): OpenApiResponse(OpenApiTypes.BINARY, description="The laboratory report, A4."),
+            **pdf_responses("The laboratory report, A4."),
             404: OpenApiResponse(
                 description="`not_found`: unknown id, or an order at a branch the client may not see."
             ),
@@ -63,4 +59,4 @@ class LabReportViewSet(ClinicViewSet[LabOrder]):
         (critical LL/HH marked), reference range and status (an amended one with its reason); imaging reports
         as text. A report with any preliminary result says that preliminary results are subject to change.
         Scope: `lab:read`."""
-        return lab_report_response(self.get_object())
+        return as_accepted(request, lab_report_response(self.get_object()))

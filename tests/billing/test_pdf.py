@@ -439,6 +439,29 @@ def test_the_pdf_path_answers_clients_that_accept_pdf(client, reader, invoice, a
     assert response.content.startswith(b"%PDF-")
 
 
+@pytest.mark.parametrize("document", ["invoice", "credit_note"])
+def test_a_client_accepting_octet_stream_gets_the_same_document_labelled_so(client, reader, invoice, document):
+    # Generated clients (openapi-python-client) read bytes of this type only (issue 36: no override).
+    if document == "invoice":
+        url = f"{INVOICES}/{invoice.id}.pdf"
+    else:
+        url = f"{INVOICES}/{invoice.id}/credit-notes/{credit_and_refund(invoice).id}.pdf"
+    audited = AuditLogEntry.objects.count()
+
+    as_bytes = get_pdf(client, reader, url, HTTP_ACCEPT="application/octet-stream")
+    as_pdf = get_pdf(client, reader, url, HTTP_ACCEPT="application/pdf")
+
+    assert as_bytes.status_code == 200
+    assert as_bytes["Content-Type"] == "application/octet-stream"
+    assert as_bytes["Content-Disposition"] == as_pdf["Content-Disposition"]
+    assert as_bytes["Cache-Control"] == "no-store"
+    assert as_bytes.content.startswith(b"%PDF-")
+    assert pdf_text(as_bytes.content) == pdf_text(as_pdf.content)
+    assert as_pdf["Content-Type"] == "application/pdf"
+    assert audit_row(as_bytes).patient_ids == [invoice.patient_id]
+    assert AuditLogEntry.objects.count() == audited + 2
+
+
 def test_a_client_that_accepts_only_json_is_406_on_the_pdf_path(client, reader, invoice):
     response = get_pdf(client, reader, f"{INVOICES}/{invoice.id}.pdf", HTTP_ACCEPT="application/json")
 

@@ -111,6 +111,19 @@ def pdf(client: Any, world: dict[str, Any], token: str | None = None) -> Any:
     return client.get(f"{ORDERS}/{world['order'].id}.pdf", **bearer(token or world["reader"]))
 
 
+def test_a_client_accepting_octet_stream_gets_the_same_report_labelled_so(client, resulted):
+    url = f"{ORDERS}/{resulted['order'].id}.pdf"
+
+    as_bytes = client.get(url, HTTP_ACCEPT="application/octet-stream", **bearer(resulted["reader"]))
+    as_json = client.get(url, HTTP_ACCEPT="application/json", **bearer(resulted["reader"]))
+
+    assert as_bytes.status_code == 200
+    assert as_bytes["Content-Type"] == "application/octet-stream"
+    assert as_bytes["Content-Disposition"] == f'inline; filename="{resulted["order"].order_number}.pdf"'
+    assert pdf_text(as_bytes.content) == pdf_text(pdf(client, resulted).content)
+    assert as_json.status_code == 406
+
+
 def test_the_report_shows_the_order_its_patient_and_every_current_result(client, resulted):
     order = resulted["order"]
     response = pdf(client, resulted)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from functools import cache
-from typing import cast
+from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Model, Prefetch, QuerySet
+from django.db.models import Model, Prefetch, Q, QuerySet
 
 from clinic.errors import FieldError, NotFound
 from clinic.lib.rows import columns, loaded, split
@@ -69,6 +70,47 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
 
 def _visible_active_branches(client: ApiClient) -> QuerySet[Branch]:
     return Branch.objects.visible_to(client).filter(is_active=True)
+
+
+# What a FHIR search asks of doctors (Practitioner) and branches (Organization, Location), in this app's own
+# terms: each field given narrows to rows matching one of its values; None does not narrow.
+
+
+@dataclass(frozen=True)
+class DoctorFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    name_contains: tuple[str, ...] | None = None  # a part of the name, case ignored
+
+
+@dataclass(frozen=True)
+class BranchFilter:
+    ids: tuple[uuid.UUID, ...] | None = None
+    name_contains: tuple[str, ...] | None = None  # a part of the name, case ignored
+    codes: tuple[str, ...] | None = None  # the branch code, case ignored (BLR)
+    states: tuple[str, ...] | None = None  # the state's name, case ignored
+
+
+def _any_of(lookup: str, values: tuple[Any, ...] | None) -> Q:
+    if values is None:
+        return Q()
+    wanted = Q(pk__in=[])
+    for value in values:
+        wanted |= Q(**{lookup: value.strip() if isinstance(value, str) else value})
+    return wanted
+
+
+def doctor_condition(where: DoctorFilter) -> Q:
+    return _any_of("pk", where.ids) & _any_of("name__icontains", where.name_contains)
+
+
+def branch_condition(where: BranchFilter) -> Q:
+    codes = None if where.codes is None else tuple(code.upper() for code in where.codes)
+    return (
+        _any_of("pk", where.ids)
+        & _any_of("name__icontains", where.name_contains)
+        & _any_of("code", codes)
+        & _any_of("state__iexact", where.states)
+    )
 
 
 def visible_doctors(client: ApiClient) -> QuerySet[Doctor]:

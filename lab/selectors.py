@@ -278,6 +278,29 @@ def visible_lab_results(client: ApiClient) -> QuerySet[LabResult]:
     return LabResult.objects.visible_to(client).filter(current=True)
 
 
+def visible_lab_observations(client: ApiClient) -> QuerySet[LabResult]:
+    """The current analyte results (a FHIR Observation each; an imaging report is its DiagnosticReport's
+    conclusion, not an Observation), with the item and order joined and the analyte and branch prefetched."""
+    return (
+        visible_lab_results(client)
+        .filter(analyte__isnull=False)
+        .select_related("item__order")
+        .prefetch_related("analyte", "item__order__branch")
+    )
+
+
+def visible_lab_reports(client: ApiClient) -> QuerySet[LabOrderItem]:
+    """The visible items with a current result (a FHIR DiagnosticReport), each with its order, test and
+    branch, and its current results in report order as `current_results`."""
+    current = LabResult.objects.filter(current=True).order_by("analyte__position", "analyte__code", "id")
+    return (
+        visible_lab_items(client)
+        .filter(Exists(LabResult.objects.filter(item=OuterRef("pk"), current=True)))
+        .select_related("order")
+        .prefetch_related("test", "order__branch", Prefetch("results", queryset=current, to_attr="current_results"))
+    )
+
+
 # --- Items for the HL7 results channel (integrations.hl7, through lab.ports) ---------------------------------
 
 

@@ -39,6 +39,7 @@ NOT_FROM_THE_RULE = {
     "patients.selectors._last_visit_date": "a subquery correlated to patients read through the rule",
     "lab.selectors.lab_order_items": "the items of an order a service locked after reading it through the rule",
     "lab.selectors.lab_order_list": "an EXISTS over the items of orders read through the rule",
+    "lab.selectors.visible_lab_reports": "an EXISTS and the current results of items read through the rule",
     "billing.selectors._detailed": "the lines, payments, credit notes and refunds of an invoice read through it",
     "billing.selectors._credit_notes": "the credit notes of an invoice read through the rule",
     "pharmacy.selectors._prescription_detail": "the items of prescriptions read through the rule",

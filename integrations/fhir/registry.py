@@ -10,30 +10,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from appointments.selectors import AppointmentFilter, appointment_condition, visible_appointments
 from clinic.models import Branch
-from clinic.selectors import branch_list, visible_doctors
+from clinic.selectors import (
+    BranchFilter,
+    DoctorFilter,
+    branch_condition,
+    branch_list,
+    doctor_condition,
+    visible_doctors,
+)
 from integrations.fhir import mapping
 from integrations.fhir.search import (
     SearchParam,
     code_where,
     date_where,
-    id_filter,
     id_where,
     reference_where,
     token_parts,
 )
 from integrations.models import ApiClient
-from lab.models import LabResult
 from lab.selectors import (
     ItemFilter,
     ResultFilter,
     lab_item_condition,
     lab_result_condition,
     visible_lab_items,
-    visible_lab_results,
+    visible_lab_observations,
+    visible_lab_reports,
 )
 from patients.identifiers import normalise_abha, normalise_patient_ref
 from patients.selectors import (
@@ -92,10 +98,6 @@ class ResourceType:
     def scopes(self) -> tuple[str, ...]:
         """Any one of these reads the type."""
         return (self.scope, *self.also_read_with)
-
-
-def _id() -> SearchParam:
-    return SearchParam(id_filter(), "token", "The resource id.")
 
 
 # --- Patient -------------------------------------------------------------------------------------------------
@@ -178,17 +180,20 @@ PATIENT = ResourceType(
 # --- The organisation -------------------------------------------------------------------------------------
 
 
-def _text_contains(field_name: str) -> Callable[[str, str], Q]:
-    return lambda raw, name: Q(**{f"{field_name}__icontains": raw.strip()})
-
-
 PRACTITIONER = ResourceType(
     name="Practitioner",
     scope="appointments:read",
     rows=lambda client: visible_doctors(client),
     to_fhir=mapping.practitioner,
     order=("name", "id"),
-    params={"_id": _id(), "name": SearchParam(_text_contains("name"), "string", "Part of the name.")},
+    params={
+        "_id": SearchParam(
+            id_where(lambda key: doctor_condition(DoctorFilter(ids=(key,)))), "token", "The resource id."
+        ),
+        "name": SearchParam(
+            lambda raw, name: doctor_condition(DoctorFilter(name_contains=(raw,))), "string", "Part of the name."
+        ),
+    },
     sorts={"name": "name"},
 )
 
@@ -197,7 +202,7 @@ def _branch_identifier(raw: str, name: str) -> Q:
     system, code = token_parts(name, raw)
     if system is not None and system != mapping.system("branch"):
         return Q(pk__in=[])  # `|code` too: the branch code is always emitted under our system
-    return Q(code=code.upper()) if code else Q()
+    return branch_condition(BranchFilter(codes=(code,))) if code else Q()
 
 
 def _branches(client: ApiClient) -> QuerySet[Branch]:
@@ -205,10 +210,14 @@ def _branches(client: ApiClient) -> QuerySet[Branch]:
 
 
 _BRANCH_PARAMS = {
-    "_id": _id(),
-    "name": SearchParam(_text_contains("name"), "string", "Part of the branch's name."),
+    "_id": SearchParam(id_where(lambda key: branch_condition(BranchFilter(ids=(key,)))), "token", "The resource id."),
+    "name": SearchParam(
+        lambda raw, name: branch_condition(BranchFilter(name_contains=(raw,))), "string", "Part of the branch's name."
+    ),
     "identifier": SearchParam(_branch_identifier, "token", "The branch code (BLR)."),
-    "address-state": SearchParam(lambda raw, name: Q(state__iexact=raw.strip()), "string", "The state's name."),
+    "address-state": SearchParam(
+        lambda raw, name: branch_condition(BranchFilter(states=(raw,))), "string", "The state's name."
+    ),
 }
 ORGANIZATION = ResourceType(
     name="Organization",
@@ -556,21 +565,11 @@ SERVICE_REQUEST = ResourceType(
 )
 
 
-def _observations(client: ApiClient) -> QuerySet[LabResult]:
-    # Analyte results only: an imaging report is the DiagnosticReport's conclusion, not an Observation.
-    return (
-        visible_lab_results(client)
-        .filter(analyte__isnull=False)
-        .select_related("item__order")
-        .prefetch_related("analyte", "item__order__branch")
-    )
-
-
 OBSERVATION = ResourceType(
     name="Observation",
     scope="lab:read",
     also_read_with=(CLINICAL_RECORD,),
-    rows=_observations,
+    rows=visible_lab_observations,
     to_fhir=mapping.observation,
     order=("-performed_at", "id"),
     params={
@@ -613,21 +612,11 @@ OBSERVATION = ResourceType(
 )
 
 
-def _reports(client: ApiClient) -> QuerySet[Any]:
-    current = LabResult.objects.filter(current=True).order_by("analyte__position", "analyte__code", "id")
-    return (
-        visible_lab_items(client)
-        .filter(Exists(LabResult.objects.filter(item=OuterRef("pk"), current=True)))
-        .select_related("order")
-        .prefetch_related("test", "order__branch", Prefetch("results", queryset=current, to_attr="current_results"))
-    )
-
-
 DIAGNOSTIC_REPORT = ResourceType(
     name="DiagnosticReport",
     scope="lab:read",
     also_read_with=(CLINICAL_RECORD,),
-    rows=_reports,
+    rows=visible_lab_reports,
     to_fhir=mapping.diagnostic_report,
     order=("-order__created_at", "order_id", "position", "id"),
     params={

@@ -13,6 +13,14 @@ import pytest
 from django.utils import timezone
 
 from appointments.selectors import AppointmentFilter, appointment_condition, visible_appointments
+from clinic.selectors import (
+    BranchFilter,
+    DoctorFilter,
+    branch_condition,
+    branch_list,
+    doctor_condition,
+    visible_doctors,
+)
 from integrations.fhir import registry
 from lab.selectors import ResultFilter, lab_result_condition, visible_lab_results
 from patients.selectors import (
@@ -90,6 +98,24 @@ def test_patient_diagnosis_prescription_and_appointment_filters(world: RecordWor
     assert _ids(booked) == {appointment.id}
 
 
+def test_doctor_and_branch_filters(world: RecordWorld, api_client_factory: Any) -> None:
+    client = api_client_factory(scopes=["appointments:read"])
+    doctors = visible_doctors(client)
+    doctor = world.pharmacy.doctor
+    fragment = doctor.name[1:4].swapcase()
+
+    assert _ids(doctors.filter(doctor_condition(DoctorFilter()))) == _ids(doctors)
+    assert _ids(doctors.filter(doctor_condition(DoctorFilter(ids=())))) == set()
+    assert doctor.id in _ids(doctors.filter(doctor_condition(DoctorFilter(name_contains=(f" {fragment} ",)))))
+    assert _ids(doctors.filter(doctor_condition(DoctorFilter(ids=(doctor.id,), name_contains=("zzz",))))) == set()
+    branches = branch_list(client=client)
+    blr = world.blr
+    assert _ids(branches.filter(branch_condition(BranchFilter(codes=(blr.code.lower(),))))) == {blr.id}
+    assert _ids(branches.filter(branch_condition(BranchFilter(states=(blr.state.upper(),))))) >= {blr.id}
+    assert _ids(branches.filter(branch_condition(BranchFilter(ids=(blr.id,), codes=("NOPE",))))) == set()
+    assert _ids(branches.filter(branch_condition(BranchFilter(name_contains=(blr.name[2:6],))))) >= {blr.id}
+
+
 def test_the_registry_names_no_column_of_the_apps_in_a_search_parameter() -> None:
     """Search parameters of the apps' types reach their rows through the apps' filters only: no lookup
     string (`a__b`, or a field name the builder is given) inside any `params=` of those types."""
@@ -105,6 +131,9 @@ def test_the_registry_names_no_column_of_the_apps_in_a_search_parameter() -> Non
         "SERVICE_REQUEST",
         "OBSERVATION",
         "DIAGNOSTIC_REPORT",
+        "PRACTITIONER",
+        "ORGANIZATION",
+        "LOCATION",
     }
     builders_of_columns = {"code_filter", "date_filter", "reference_filter", "id_filter", "_id", "_patient"}
     found = []
@@ -115,12 +144,15 @@ def test_the_registry_names_no_column_of_the_apps_in_a_search_parameter() -> Non
             for inner in ast.walk(params):
                 if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in builders_of_columns:
                     found.append((node.targets[0], ast.unparse(inner)))
-    item_params = next(
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_ITEM_PARAMS"
-    )
-    for inner in ast.walk(item_params):
-        if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in builders_of_columns:
-            found.append(("_ITEM_PARAMS", ast.unparse(inner)))
+    for shared in ("_ITEM_PARAMS", "_BRANCH_PARAMS"):
+        shared_params = next(
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == shared
+        )
+        for inner in ast.walk(shared_params):
+            if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in builders_of_columns:
+                found.append((shared, ast.unparse(inner)))
+            if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") == "Q":
+                found.append((shared, ast.unparse(inner)))
     assert found == []

@@ -124,8 +124,15 @@ def export_job_create(
         _client_exports_lock(client)
         if ExportJob.objects.filter(client=client, status__in=ACTIVE).count() >= limit:
             raise ExportLimitReached(limit=limit)
+        # Leased from the start, as the relay leases a job it queues again: a kick-off whose message never
+        # reaches a worker (the broker lost it) is queued again by the relay once the lease runs out.
         job = ExportJob.objects.create(
-            client=client, level=level, types=types, since=since, request_url=request_url[:2000]
+            client=client,
+            level=level,
+            types=types,
+            since=since,
+            request_url=request_url[:2000],
+            claimed_until=timezone.now() + _lease(),
         )
         transaction.on_commit(lambda: enqueue(job.id))
     return job

@@ -227,3 +227,25 @@ def test_a_run_that_lost_its_lease_neither_completes_nor_fails_the_job(token_for
         current.claim_token,
         "Patient: 5 resources",
     )
+
+
+@pytest.mark.django_db
+def test_a_kick_off_whose_message_never_reached_a_worker_is_queued_again_once_its_lease_ran_out(
+    token_for: Any, export_dir: Path
+) -> None:
+    patients = PatientFactory.create_batch(2, registration_branch=BranchFactory())
+    token = token_for(["patients:read"])
+    job_id = _kick_off(token)  # its message is sent on commit, which this test never reaches: it is lost
+    queued: list[uuid.UUID] = []
+
+    assert services.export_jobs_relay(enqueue=queued.append) == 0  # within its first lease a worker may be busy
+    ExportJob.objects.filter(pk=job_id).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    assert services.export_jobs_relay(enqueue=queued.append) == 1
+    job = ExportJob.objects.get(pk=job_id)
+    assert (job.status, job.attempt_count, job.claim_token) == ("queued", 0, None)
+    assert job.claimed_until is not None and job.claimed_until > timezone.now()
+    ran = services.export_job_run(job_id=job_id)  # the relay's message, as a worker receives it
+
+    assert ran is not None
+    assert (ran.status, ran.attempt_count, ran.output[0]["count"]) == ("completed", 1, len(patients))
+    assert services.export_jobs_relay(enqueue=queued.append) == 0

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import uuid
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -204,12 +205,17 @@ class ResourceView(FhirView):
     ) -> dict[str, Any]:
         return searchset(entries, total, links)
 
+    @cached_property
+    def base_url(self) -> str:
+        """Once per request: a page of 1,000 entries names it in each fullUrl."""
+        return base_url(self.request)
+
     def entry(
         self, resource: ResourceType, row: Any, mode: str = "match", result: query.ResultParams | None = None
     ) -> dict[str, Any]:
         body = resource.to_fhir(row)
         return {
-            "fullUrl": f"{base_url(self.request)}{resource.name}/{body['id']}",
+            "fullUrl": f"{self.base_url}{resource.name}/{body['id']}",
             "resource": result.subset(body) if result else body,
             "search": {"mode": mode},
         }

@@ -35,7 +35,7 @@ def invoice_of(lines: int) -> Any:
         defaults={
             "name": "Bengaluru Central Clinic",
             "state": "Karnataka",
-            "gstin": "29AABCC1234D1Z5",
+            "gstin": "29AABCC1234D1Z7",
             "address_line1": "12 MG Road",
             "city": "Bengaluru",
             "pincode": "560001",

@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
 
-from clinic.states import GST_STATE_CODES, IndianState
+from clinic.states import GST_STATE_CODES, IndianState, gstin_check_character
 from clinic.visibility import BranchRestricted, BranchScopedQuerySet, client_branch_ids
 
 GSTIN_PATTERN = re.compile(r"^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][1-9A-Z]Z[0-9A-Z]$")
@@ -101,7 +101,11 @@ class Branch(TimeStampedModel):
         if self.gstin:
             self.gstin = self.gstin.upper()
             if not GSTIN_PATTERN.match(self.gstin):
-                raise ValidationError({"gstin": "Not a GSTIN: expected 15 characters like 29ABCDE1234F1Z5."})
+                raise ValidationError({"gstin": "Not a GSTIN: expected 15 characters like 29ABCDE1234F1ZW."})
+            if self.gstin[14] != gstin_check_character(self.gstin[:14]):
+                raise ValidationError(
+                    {"gstin": "Not a valid GSTIN: its last character does not match the check character of the rest."}
+                )
             expected = GST_STATE_CODES.get(self.state)
             if expected and self.gstin[:2] != expected:
                 raise ValidationError(

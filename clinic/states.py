@@ -201,3 +201,16 @@ def state_resolve(text: str) -> IndianState | None:
 def state_gst_code(name: str) -> str:
     """The GST state code of a state given by its canonical name; ValueError for anything else."""
     return GST_STATE_CODES[IndianState(name)]
+
+
+_BASE36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def gstin_check_character(first14: str) -> str:
+    """The GSTIN's 15th character: a checksum of the first 14 (base 36, weights 1 and 2 alternating, the
+    base-36 digits of each product summed), which the GST portal rejects a number without."""
+    total = 0
+    for index, char in enumerate(first14):
+        product = _BASE36.index(char) * (2 if index % 2 else 1)
+        total += product // 36 + product % 36
+    return _BASE36[(36 - total % 36) % 36]

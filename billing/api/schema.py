@@ -14,7 +14,7 @@ from clinic.api.schema import example, problem_body
 BRANCH = {
     "id": "58d9b34e-ba12-4ecf-ae69-0f0b0bf7a591",
     "name": "Bengaluru Central Clinic",
-    "gstin": "29AABCC1234D1Z5",
+    "gstin": "29AABCC1234D1Z7",
     "state": "Karnataka",
 }
 INVOICE_ID = "0f4b6c1e-2a7d-4c1b-9e55-3d8a1b2c4d5e"

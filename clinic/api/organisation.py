@@ -23,7 +23,7 @@ BRANCH_EXAMPLE = {
     "code": "BLR",
     "name": "Bengaluru Central",
     "state": "Karnataka",
-    "gstin": "29ABCDE1234F1Z5",
+    "gstin": "29ABCDE1234F1ZW",
     "time_zone": "Asia/Kolkata",
     "cancellation_window_minutes": 120,
     "city": "Bengaluru",

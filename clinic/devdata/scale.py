@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from clinic.states import GST_STATE_CODES
+from clinic.states import GST_STATE_CODES, gstin_check_character
 
 CHUNK_ROWS = 50_000
 BASE36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -75,15 +75,6 @@ SESSION_SHAPES = [
 
 def rng_uuid(rng: random.Random) -> uuid.UUID:
     return uuid.UUID(int=rng.getrandbits(128), version=4)
-
-
-def gstin_check_character(first14: str) -> str:
-    """The GSTIN checksum (base 36, alternating weights 1 and 2, digits of each product summed)."""
-    total = 0
-    for index, char in enumerate(first14):
-        product = BASE36.index(char) * (2 if index % 2 else 1)
-        total += product // 36 + product % 36
-    return BASE36[(36 - total % 36) % 36]
 
 
 def make_gstin(state: str, pan: str, entity: int = 1) -> str:

@@ -19,7 +19,8 @@ from patients.models import Patient
 from pharmacy import services
 from pharmacy.models import Batch, Drug, DrugForm, Prescription, ReorderLevel, Schedule
 
-# code, generic name, brand, form, strength, HSN, GST %, schedule, unit, MRP per unit, reorder level
+# code, generic name, brand, form, strength, HSN, GST %, schedule, unit, MRP per unit, reorder level. Medicines
+# (HSN 3003/3004) are taxed at 5 % since the GST rate changes of 22 September 2025 (12 % before).
 DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
     (
         "PARA500",
@@ -28,13 +29,13 @@ DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
         DrugForm.TABLET,
         "500 mg",
         "30049099",
-        "12",
+        "5",
         Schedule.OTC,
         "tablet",
         "2.00",
         200,
     ),
-    ("CETI10", "Cetirizine", "Okacet", DrugForm.TABLET, "10 mg", "30049099", "12", Schedule.OTC, "tablet", "1.80", 100),
+    ("CETI10", "Cetirizine", "Okacet", DrugForm.TABLET, "10 mg", "30049099", "5", Schedule.OTC, "tablet", "1.80", 100),
     (
         "ORS21",
         "Oral rehydration salts",
@@ -48,7 +49,7 @@ DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
         "22.00",
         50,
     ),
-    ("AMOX500", "Amoxicillin", "Mox", DrugForm.CAPSULE, "500 mg", "30041010", "12", Schedule.H, "capsule", "8.50", 100),
+    ("AMOX500", "Amoxicillin", "Mox", DrugForm.CAPSULE, "500 mg", "30041010", "5", Schedule.H, "capsule", "8.50", 100),
     (
         "AZI500",
         "Azithromycin",
@@ -56,7 +57,7 @@ DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
         DrugForm.TABLET,
         "500 mg",
         "30042019",
-        "12",
+        "5",
         Schedule.H,
         "tablet",
         "23.50",
@@ -69,7 +70,7 @@ DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
         DrugForm.TABLET,
         "0.5 mg",
         "30049099",
-        "12",
+        "5",
         Schedule.H1,
         "tablet",
         "3.10",
@@ -82,7 +83,7 @@ DRUGS: list[tuple[str, str, str, str, str, str, str, str, str, str, int]] = [
         DrugForm.INJECTION,
         "10 mg/ml",
         "30041090",
-        "12",
+        "5",
         Schedule.X,
         "ampoule",
         "45.00",

@@ -15,7 +15,7 @@ def blr():
         code="BLR",
         name="Bengaluru Central Clinic",
         state="Karnataka",
-        gstin="29AABCC1234D1Z5",
+        gstin="29AABCC1234D1Z7",
         time_zone="Asia/Kolkata",
     )
 
@@ -26,7 +26,7 @@ def mum():
         code="MUM",
         name="Mumbai Andheri Hospital",
         state="Maharashtra",
-        gstin="27AABCC1234D1Z9",
+        gstin="27AABCC1234D1ZB",
         time_zone="Asia/Kolkata",
     )
 

@@ -77,7 +77,7 @@ def test_creating_a_draft_returns_201_with_the_exact_detail(client, writer, blr,
         "branch": {
             "id": str(blr.id),
             "name": "Bengaluru Central Clinic",
-            "gstin": "29AABCC1234D1Z5",
+            "gstin": "29AABCC1234D1Z7",
             "state": "Karnataka",
         },
         "patient": {

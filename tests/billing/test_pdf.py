@@ -126,7 +126,7 @@ def test_the_tax_invoice_pdf_shows_what_a_gst_invoice_must(client, reader, invoi
     text = pdf_text(response.content, layout=True)
     # The supplier, the document and the recipient.
     assert lines_with(text, "Bengaluru Central Clinic", "TAX INVOICE")
-    for fact in ("12 MG Road", "Bengaluru - 560001", "GSTIN: 29AABCC1234D1Z5", "Phone: +918040001234"):
+    for fact in ("12 MG Road", "Bengaluru - 560001", "GSTIN: 29AABCC1234D1Z7", "Phone: +918040001234"):
         assert lines_with(text, fact), fact
     assert lines_with(text, "State: Karnataka (29)")
     assert lines_with(text, "Invoice No.", "BLR/2026-27/00001")
@@ -256,7 +256,7 @@ def test_the_credit_note_pdf_has_the_invoices_layout_with_the_original_invoice_a
     assert response["Cache-Control"] == "no-store"
     text = pdf_text(response.content, layout=True)
     assert lines_with(text, "Bengaluru Central Clinic", "CREDIT NOTE")
-    assert lines_with(text, "GSTIN: 29AABCC1234D1Z5")
+    assert lines_with(text, "GSTIN: 29AABCC1234D1Z7")
     assert lines_with(text, "Credit note No.", "BLR/CN/2026-27/00001")
     assert lines_with(text, "Credit note date", today)
     assert lines_with(text, "Original invoice No.", "BLR/2026-27/00001")

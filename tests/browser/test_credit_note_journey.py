@@ -23,7 +23,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screensh
 
 def test_issue_a_credit_note_record_the_refund_and_print_the_invoice(admin_page, live_server):
     page = admin_page
-    branch = BranchFactory(code="BLR", name="Bengaluru Central", state="Karnataka", gstin="29AABCC1234D1Z5")
+    branch = BranchFactory(code="BLR", name="Bengaluru Central", state="Karnataka", gstin="29AABCC1234D1Z7")
     patient = PatientFactory(
         first_name="Priya", last_name="Sharma", address_state="Karnataka", registration_branch=branch
     )

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def test_list_returns_bare_array_ordered_by_code_with_pagination_headers(client, token_for):
     BranchFactory(code="MUM", name="Mumbai", state="Maharashtra")
-    blr = BranchFactory(code="BLR", name="Bengaluru", gstin="29AABCC1234D1Z5", cancellation_window_minutes=120)
+    blr = BranchFactory(code="BLR", name="Bengaluru", gstin="29AABCC1234D1Z7", cancellation_window_minutes=120)
     response = client.get("/api/v1/branches", **bearer(token_for(["appointments:read"])))
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
@@ -27,7 +27,7 @@ def test_list_returns_bare_array_ordered_by_code_with_pagination_headers(client,
         "code": "BLR",
         "name": "Bengaluru",
         "state": "Karnataka",
-        "gstin": "29AABCC1234D1Z5",
+        "gstin": "29AABCC1234D1Z7",
         "time_zone": "Asia/Kolkata",
         "cancellation_window_minutes": 120,
         "city": "",

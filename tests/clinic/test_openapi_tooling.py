@@ -180,7 +180,7 @@ def test_the_generated_client_downloads_printed_documents_as_bytes(generated_cli
     from tests.factories import BranchFactory
     from tests.patients.factories import PatientFactory
 
-    branch = BranchFactory(state="Karnataka", gstin="29AABCC1234D1Z5", time_zone="Asia/Kolkata")
+    branch = BranchFactory(state="Karnataka", gstin="29AABCC1234D1Z7", time_zone="Asia/Kolkata")
     invoice = make_invoice(branch=branch, patient=PatientFactory(registration_branch=branch))
     client = generated_client.AuthenticatedClient(
         base_url="http://testserver",

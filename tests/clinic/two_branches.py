@@ -216,8 +216,8 @@ def _site(code: str, state: str, gstin: str, number: int) -> Site:
 def seed_world(http: Client) -> World:
     """Seed both sites and a client with every scope limited to home, its token issued by POST
     /api/v1/auth/token through `http`."""
-    home = _site("BLR", "Karnataka", "29AABCC1234D1Z5", 1)
-    other = _site("MUM", "Maharashtra", "27AABCC1234D1Z5", 2)
+    home = _site("BLR", "Karnataka", "29AABCC1234D1Z7", 1)
+    other = _site("MUM", "Maharashtra", "27AABCC1234D1ZB", 2)
     api_client = ApiClientFactory(allowed_scopes=list(SCOPES), branches=[home.branch], rate_limit_per_minute=1_000_000)
     other_client = ApiClientFactory(allowed_scopes=list(SCOPES), branches=[other.branch])
     for site, owner in ((home, api_client), (other, other_client)):

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def branch():
-    return BranchFactory(code="BLR", state="Karnataka", gstin="29AABCC1234D1Z5")
+    return BranchFactory(code="BLR", state="Karnataka", gstin="29AABCC1234D1Z7")
 
 
 @pytest.fixture

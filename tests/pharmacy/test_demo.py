@@ -49,3 +49,13 @@ def test_seed_demo_seeds_the_pharmacy_once_and_lists_the_drugs():
     dispense = Dispense.objects.get()
     assert dispense.invoice is None
     assert dispense.prescription is not None
+
+
+def test_the_demo_medicines_carry_the_current_gst_rate():
+    # Medicines (HSN 3003/3004) have been taxed at 5 % since the rate changes of 22 September 2025.
+    call_command("seed_demo", stdout=StringIO())
+
+    rates = dict(Drug.objects.values_list("code", "gst_rate"))
+
+    assert set(rates) == set(CODES)
+    assert {str(rate) for rate in rates.values()} == {"5.00"}

@@ -125,6 +125,9 @@ def _device_showing(devices: list[Any], token: str) -> Any:
 
 
 class ClinicAdminSite(OTPAdminSite):
+    # No "View site" link: the service has no public site at "/", so Django's default led staff to a 404.
+    site_url = None
+
     def __init__(self, name: str = "admin") -> None:
         super().__init__(name)
 

@@ -339,6 +339,7 @@ class ImagingStation(models.Model):
     class Meta:
         ordering = ["branch", "modality"]
         verbose_name = "imaging station (DICOM modality)"
+        verbose_name_plural = "imaging stations (DICOM modalities)"
         constraints = [
             models.UniqueConstraint(fields=["branch", "modality"], name="imagingstation_one_per_branch_modality"),
             models.CheckConstraint(condition=Q(modality__in=Modality.values), name="imagingstation_modality_valid"),

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -102,9 +103,15 @@ class BatchAdmin(NoDeleteAdminMixin, admin.ModelAdmin):
     inlines = [StockMovementInline]
     actions = ["write_off_expired", "transfer"]
 
-    @admin.display(boolean=True)
-    def expired(self, batch: Batch) -> bool:
-        return batch.expiry_date <= local_today(batch.branch.zone)
+    @admin.display(description="expiry status", ordering="expiry_date")
+    def expired(self, batch: Batch) -> str:
+        # Words, not Django's boolean icons: a green tick next to an expired batch read as "fine".
+        days = (batch.expiry_date - local_today(batch.branch.zone)).days
+        if days <= 0:
+            return "EXPIRED"
+        if days <= settings.PHARMACY_EXPIRY_WARNING_DAYS:
+            return f"expires in {days} day{'s' if days != 1 else ''}"
+        return "in date"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

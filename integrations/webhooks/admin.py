@@ -28,7 +28,7 @@ from integrations.webhooks.models import (
     WebhookSubscription,
     extra_headers_merge,
 )
-from integrations.webhooks.registry import UnknownEventKind, event_kind_get, event_kinds
+from integrations.webhooks.registry import event_kinds
 from integrations.webhooks.services import (
     delivery_replay,
     secret_rotate,
@@ -78,13 +78,6 @@ class ExtraHeadersField(forms.CharField):
 def event_type_choices() -> list[tuple[str, str]]:
     """The registered kinds, read when a form is built: a kind an app adds shows up without a migration."""
     return [(kind.name, f"{kind.name}: {kind.description}") for kind in event_kinds()]
-
-
-def event_kind_label(name: str) -> str:
-    try:
-        return event_kind_get(name).label
-    except UnknownEventKind:  # stored by a subscription, no longer published by any app
-        return name
 
 
 class WebhookSubscriptionForm(forms.ModelForm):
@@ -170,7 +163,8 @@ class WebhookSubscriptionAdmin(admin.ModelAdmin):
 
     @admin.display(description="event kinds")
     def event_kinds(self, obj: WebhookSubscription) -> str:
-        return " ".join(event_kind_label(name) for name in obj.event_types)
+        # The whole kind (`invoice.finalized`): a short label alone ("finalized") does not say what finished.
+        return ", ".join(obj.event_types)
 
     @admin.display(description="branches")
     def branch_filter(self, obj: WebhookSubscription) -> str:

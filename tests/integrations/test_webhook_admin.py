@@ -379,3 +379,11 @@ def test_the_command_refuses_bad_input(arguments, message):
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("create_webhook_subscription", "--name", "x", *arguments, stdout=StringIO())
     assert not WebhookSubscription.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_admin_offers_no_view_site_link_to_a_page_that_does_not_exist(admin_client):
+    page = admin_client.get("/admin/")
+
+    assert page.status_code == 200
+    assert "View site" not in page.content.decode()

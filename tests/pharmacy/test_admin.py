@@ -163,3 +163,18 @@ def test_the_transfer_action_moves_units_through_the_service(admin_client, world
     assert (on_hand(batch), on_hand(there)) == (12, 8)
     kinds = list(StockMovement.objects.filter(kind__startswith="transfer").values_list("kind", "quantity", "actor"))
     assert sorted(kinds) == [("transfer_in", 8, "staff:admin"), ("transfer_out", -8, "staff:admin")]
+
+
+def test_the_batch_list_says_expired_in_words_not_with_a_green_tick(admin_client, world):
+    expire(world.receive(world.para, "OLD", 9))
+    world.receive(world.para, "SOON", 4, expires_in_days=30)
+    world.receive(world.para, "LATER", 4, expires_in_days=365)
+
+    page = admin_client.get("/admin/pharmacy/batch/")
+
+    assert page.status_code == 200
+    by_batch = {
+        batch.batch_number: page.context["cl"].model_admin.expired(batch) for batch in page.context["cl"].result_list
+    }
+    assert by_batch == {"OLD": "EXPIRED", "SOON": "expires in 30 days", "LATER": "in date"}
+    assert "icon-yes.svg" not in page.content.decode()

@@ -243,7 +243,8 @@ def test_a_kick_off_whose_message_never_reached_a_worker_is_queued_again_once_it
     assert services.export_jobs_relay(enqueue=queued.append) == 1
     job = ExportJob.objects.get(pk=job_id)
     assert (job.status, job.attempt_count, job.claim_token) == ("queued", 0, None)
-    assert job.claimed_until is not None and job.claimed_until > timezone.now()
+    assert job.claimed_until is not None
+    assert job.claimed_until > timezone.now()
     ran = services.export_job_run(job_id=job_id)  # the relay's message, as a worker receives it
 
     assert ran is not None

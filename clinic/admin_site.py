@@ -18,7 +18,10 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.admin.options import InlineModelAdmin
+from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.contrib.auth.signals import user_login_failed
 from django.http import HttpRequest, HttpResponse
 from django_otp import devices_for_user
@@ -124,6 +127,31 @@ def _device_showing(devices: list[Any], token: str) -> Any:
     return devices[0]
 
 
+def _without_delete_link(formfield: Any) -> Any:
+    if formfield is not None and isinstance(formfield.widget, RelatedFieldWidgetWrapper):
+        formfield.widget.can_delete_related = False
+    return formfield
+
+
+class _NoDeleteLinks(admin.ModelAdmin):
+    """No red cross beside a related lookup: next to an invoice line's department it deleted the department
+    (or failed on a protected one); deleting a related row is done from its own page."""
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        return _without_delete_link(super().formfield_for_dbfield(db_field, request, **kwargs))
+
+
+class _InlineNoDeleteLinks(InlineModelAdmin):
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        return _without_delete_link(super().formfield_for_dbfield(db_field, request, **kwargs))
+
+
+def _with_base(cls: type, base: type) -> type:
+    if issubclass(cls, base):
+        return cls
+    return type(cls.__name__, (base, cls), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+
+
 class ClinicAdminSite(OTPAdminSite):
     # No "View site" link: the service has no public site at "/", so Django's default led staff to a 404.
     site_url = None
@@ -141,6 +169,16 @@ class ClinicAdminSite(OTPAdminSite):
 
     def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         return super().login(request, {"enrol_hint": ENROL_HINT, **(extra_context or {})})
+
+    def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
+        """Every app's admin, and each of its inlines, without delete links on related lookups."""
+        admin_class = _with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks)
+        inlines = [_with_base(inline, _InlineNoDeleteLinks) for inline in admin_class.inlines]
+        if inlines != list(admin_class.inlines):
+            admin_class = type(
+                admin_class.__name__, (admin_class,), {"__module__": admin_class.__module__, "inlines": inlines}
+            )
+        super().register(model_or_iterable, admin_class, **options)
 
     def has_permission(self, request: HttpRequest) -> bool:
         if not session_within_lifetime(request):

@@ -290,3 +290,22 @@ def test_the_department_branch_filter_neither_repeats_rows_nor_inflates_the_doct
     DoctorFactory(branches=[mum])  # another department, not at BLR
     response = admin_client.get(f"/admin/clinic/department/?doctors__branches__id__exact={blr.pk}")
     assert [(row.name, row.doctor_total) for row in response.context["cl"].result_list] == [(first.department.name, 2)]
+
+
+def test_no_related_lookup_offers_to_delete_the_related_row(admin_client):
+    # The red cross beside an invoice line's department deleted the department (issue 37).
+    patient = PatientFactory()
+    branch = BranchFactory()
+    invoice = make_invoice(branch=branch, patient=patient, finalize=False)
+    pages = [
+        "/admin/clinic/doctor/add/",
+        f"/admin/billing/invoice/{invoice.pk}/change/",
+        "/admin/appointments/weeklysession/add/",
+    ]
+
+    for page in pages:
+        response = admin_client.get(page)
+        assert response.status_code == 200, page
+        html = response.content.decode()
+        assert "related-widget-wrapper" in html, page
+        assert "delete-related" not in html, page

@@ -43,6 +43,9 @@ from pharmacy.representations import local_today
 
 class ReorderLevelInline(admin.TabularInline):
     model = ReorderLevel
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReorderLevel]:
+        return super().get_queryset(request).select_related("drug", "branch")  # each row's label names both
     extra = 0
     fields = ("branch", "level")
 
@@ -178,6 +181,9 @@ class StockMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 class PrescriptionItemInline(_ReadOnlyInline):
     model = PrescriptionItem
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PrescriptionItem]:
+        return super().get_queryset(request).select_related("drug")  # each row is labelled with its drug
     fields = readonly_fields = (
         *("drug", "dose", "frequency", "route", "duration_days", "quantity", "dispensed_quantity"),
         "instructions",
@@ -232,6 +238,9 @@ class PrescriptionAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAd
 class DispenseLineInline(_ReadOnlyInline):
     model = DispenseLine
     fields = readonly_fields = ("drug", "batch", "quantity", "returned_quantity", "unit_price", "prescription_item")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DispenseLine]:
+        return super().get_queryset(request).select_related("drug", "batch", "prescription_item__drug")
 
 
 @admin.register(Dispense)

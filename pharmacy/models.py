@@ -116,7 +116,7 @@ class ReorderLevel(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.drug_id} at {self.branch_id}: {self.level}"
+        return f"{self.drug.code} at {self.branch.code}: {self.level}"
 
 
 class Batch(TimeStampedModel):
@@ -258,7 +258,8 @@ class PrescriptionItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.drug_id} x {self.quantity}"
+        # The drug's code, never its UUID: staff read these labels (issue 37).
+        return f"{self.drug.code} x {self.quantity}"
 
     @property
     def remaining(self) -> int:
@@ -345,7 +346,8 @@ class DispenseLine(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.drug_id} x {self.quantity}"
+        # The drug's code, never its UUID: staff read these labels (issue 37).
+        return f"{self.drug.code} x {self.quantity}"
 
 
 class DispenseReturn(models.Model):
@@ -362,7 +364,7 @@ class DispenseReturn(models.Model):
         constraints = [models.CheckConstraint(condition=~Q(reason=""), name="dispensereturn_has_reason")]
 
     def __str__(self) -> str:
-        return f"return of {self.dispense_id}"
+        return f"return of {self.dispense.dispense_number}"
 
 
 class DispenseReturnLine(models.Model):

@@ -178,3 +178,21 @@ def test_the_batch_list_says_expired_in_words_not_with_a_green_tick(admin_client
     }
     assert by_batch == {"OLD": "EXPIRED", "SOON": "expires in 30 days", "LATER": "in date"}
     assert "icon-yes.svg" not in page.content.decode()
+
+
+def test_prescription_and_dispense_pages_label_items_by_drug_never_by_uuid(admin_client, world):
+    import re
+
+    world.receive(world.para, "P1", 20)
+    prescription = world.prescribe((world.para, 4))
+    dispense = world.dispense((world.para, 4), prescription=prescription)
+    pages = [
+        f"/admin/pharmacy/prescription/{prescription.pk}/change/",
+        f"/admin/pharmacy/dispense/{dispense.pk}/change/",
+    ]
+
+    for page in pages:
+        html = admin_client.get(page).content.decode()
+        labels = [label.strip() for label in re.findall(r"<p>([^<]*)</p>", html)]  # tabular inline rows
+        assert f"{world.para.code} x 4" in labels, (page, labels)
+        assert not re.search(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} x \d", html), page

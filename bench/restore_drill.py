@@ -21,7 +21,9 @@ happens (SIGTERM and Ctrl-C included). Needs PostgreSQL 15's binaries (PG_BIN, d
 /usr/lib/postgresql/15/bin) and pgbackrest (Debian's package). As root (CI) the clusters and pgBackRest run
 as the postgres user, as PostgreSQL requires. CI runs it (.ci/restore_drill); about 30-60 s here.
 
-    .venv/bin/python bench/restore_drill.py [--keep]     --keep: leave the folder (and print it) to look at
+    .venv/bin/python bench/restore_drill.py [--keep] [--wal-mb N]
+        --keep: leave the folder (and print it) to look at; --wal-mb: write N MB of WAL after the base
+        backup (the replay rate, bench/results/restore_drill.md); CI runs it without
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def free_port(low: int = 55400, high: int = 55499) -> int:
 
 
 class Drill:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wal_mb: int = 0) -> None:
         self.folder = folder
+        self.wal_mb = wal_mb
         self.sockets = folder / "sockets"
         self.repo = folder / "repo"
         self.config = folder / "pgbackrest.conf"
@@ -212,6 +215,18 @@ class Drill:
             key=key,
         )
 
+    def write_wal(self, port: int, since: str) -> None:
+        """About `wal_mb` MB of WAL after the base backup, before A: replay that the restore must do (the
+        WAL replay rate that, with the base backup's size, gives the RTO of a bigger database)."""
+        self.sql(port, "CREATE TABLE restore_drill_load (n integer, filler text)")
+        started = time.monotonic()
+        while int(self.sql(port, f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{since}')")) < self.wal_mb * 2**20:
+            self.sql(
+                port,
+                "INSERT INTO restore_drill_load SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 100000) g",
+            )
+        say(f"{self.wal_mb} MB of WAL written in {time.monotonic() - started:.1f} s")
+
     def drill(self) -> None:
         self.prepare()
         port = self.start_primary()
@@ -232,9 +247,13 @@ class Drill:
         size = self.sql(port, "SELECT pg_size_pretty(pg_database_size('clinic'))")
         say(f"full base backup in {self.timings['base backup']:.1f} s (database {size})")
 
+        after_backup = self.sql(port, "SELECT pg_current_wal_lsn()")
+        if self.wal_mb:
+            self.write_wal(port, after_backup)
         national_ids = {"A": "234123412346", "B": "987654321096"}
         a = self.register(port, "Record-A", national_ids["A"])
         target = self.sql(port, "SELECT clock_timestamp()")
+        replay_mb = int(self.sql(port, f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{after_backup}')")) / 2**20
         time.sleep(1.1)  # B's commit clearly after the target, whatever the clocks' resolution
         b = self.register(port, "Record-B", national_ids["B"])
         b_wal = self.sql(port, "SELECT pg_walfile_name(pg_current_wal_lsn())")
@@ -270,7 +289,8 @@ class Drill:
         rto = self.timings["restore"] + self.timings["start and replay"]
         say(
             f"restored in {self.timings['restore']:.1f} s, started and promoted in "
-            f"{self.timings['start and replay']:.1f} s on 127.0.0.1:{restored_port}: RTO {rto:.1f} s at this size"
+            f"{self.timings['start and replay']:.1f} s on 127.0.0.1:{restored_port}: RTO {rto:.1f} s at this size "
+            f"({replay_mb:.0f} MB of WAL replayed, {replay_mb / self.timings['start and replay']:.0f} MB/s)"
         )
 
         self.manage(restored_port, "check")
@@ -297,13 +317,14 @@ class Drill:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="leave the temporary folder")
+    parser.add_argument("--wal-mb", type=int, default=0, help="MB of WAL to write between backup and A (replay rate)")
     args = parser.parse_args()
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)  # through the finally below: the clusters stop, the folder goes
 
     signal.signal(signal.SIGTERM, stop)
-    drill = Drill(Path(tempfile.mkdtemp(prefix="clinic-restore-drill-")))
+    drill = Drill(Path(tempfile.mkdtemp(prefix="clinic-restore-drill-")), wal_mb=args.wal_mb)
     try:
         drill.drill()
     except (AssertionError, RuntimeError, subprocess.TimeoutExpired) as exc:

@@ -21,9 +21,10 @@ happens (SIGTERM and Ctrl-C included). Needs PostgreSQL 15's binaries (PG_BIN, d
 /usr/lib/postgresql/15/bin) and pgbackrest (Debian's package). As root (CI) the clusters and pgBackRest run
 as the postgres user, as PostgreSQL requires. CI runs it (.ci/restore_drill); about 30-60 s here.
 
-    .venv/bin/python bench/restore_drill.py [--keep] [--wal-mb N]
-        --keep: leave the folder (and print it) to look at; --wal-mb: write N MB of WAL after the base
-        backup (the replay rate, bench/results/restore_drill.md); CI runs it without
+    .venv/bin/python bench/restore_drill.py [--keep] [--data-mb N] [--wal-mb N]
+        --keep: leave the folder (and print it) to look at; --data-mb: N MB of rows before the base backup
+        (the backup and restore rates), --wal-mb: N MB of WAL after it (the replay rate); the figures are in
+        bench/results/restore_drill.md. CI runs it without either.
 """
 
 from __future__ import annotations
@@ -72,9 +73,9 @@ def free_port(low: int = 55400, high: int = 55499) -> int:
 
 
 class Drill:
-    def __init__(self, folder: Path, wal_mb: int = 0) -> None:
+    def __init__(self, folder: Path, data_mb: int = 0, wal_mb: int = 0) -> None:
         self.folder = folder
-        self.wal_mb = wal_mb
+        self.data_mb, self.wal_mb = data_mb, wal_mb
         self.sockets = folder / "sockets"
         self.repo = folder / "repo"
         self.config = folder / "pgbackrest.conf"
@@ -215,17 +216,16 @@ class Drill:
             key=key,
         )
 
-    def write_wal(self, port: int, since: str) -> None:
-        """About `wal_mb` MB of WAL after the base backup, before A: replay that the restore must do (the
-        WAL replay rate that, with the base backup's size, gives the RTO of a bigger database)."""
-        self.sql(port, "CREATE TABLE restore_drill_load (n integer, filler text)")
+    def write_load(self, port: int, table: str, megabytes: int) -> None:
+        """About `megabytes` MB of rows (and as much WAL) into `table`: before the base backup, data the
+        restore copies; after it, WAL the restore replays. Their rates give the RTO of a bigger database."""
+        since = self.sql(port, "SELECT pg_current_wal_lsn()")
+        self.sql(port, f"CREATE TABLE {table} (n integer, filler text)")
+        insert = f"INSERT INTO {table} SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 100000) g"  # noqa: S608
         started = time.monotonic()
-        while int(self.sql(port, f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{since}')")) < self.wal_mb * 2**20:
-            self.sql(
-                port,
-                "INSERT INTO restore_drill_load SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 100000) g",
-            )
-        say(f"{self.wal_mb} MB of WAL written in {time.monotonic() - started:.1f} s")
+        while int(self.sql(port, f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{since}')")) < megabytes * 2**20:
+            self.sql(port, insert)
+        say(f"{megabytes} MB written into {table} in {time.monotonic() - started:.1f} s")
 
     def drill(self) -> None:
         self.prepare()
@@ -241,6 +241,8 @@ class Drill:
         assert canary["readyz"] == 200, f"readyz on the primary: {canary}"
         say(f"schema migrated in {self.timings['migrate']:.1f} s; /readyz 200 (encryption canary written)")
 
+        if self.data_mb:
+            self.write_load(port, "restore_drill_data", self.data_mb)
         started = time.monotonic()
         self.pgbackrest("--type=full", "backup")
         self.timings["base backup"] = time.monotonic() - started
@@ -249,7 +251,7 @@ class Drill:
 
         after_backup = self.sql(port, "SELECT pg_current_wal_lsn()")
         if self.wal_mb:
-            self.write_wal(port, after_backup)
+            self.write_load(port, "restore_drill_wal", self.wal_mb)
         national_ids = {"A": "234123412346", "B": "987654321096"}
         a = self.register(port, "Record-A", national_ids["A"])
         target = self.sql(port, "SELECT clock_timestamp()")
@@ -317,6 +319,7 @@ class Drill:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="leave the temporary folder")
+    parser.add_argument("--data-mb", type=int, default=0, help="MB of rows to write before the base backup")
     parser.add_argument("--wal-mb", type=int, default=0, help="MB of WAL to write between backup and A (replay rate)")
     args = parser.parse_args()
 
@@ -324,7 +327,7 @@ def main() -> int:
         raise SystemExit(128 + signum)  # through the finally below: the clusters stop, the folder goes
 
     signal.signal(signal.SIGTERM, stop)
-    drill = Drill(Path(tempfile.mkdtemp(prefix="clinic-restore-drill-")), wal_mb=args.wal_mb)
+    drill = Drill(Path(tempfile.mkdtemp(prefix="clinic-restore-drill-")), data_mb=args.data_mb, wal_mb=args.wal_mb)
     try:
         drill.drill()
     except (AssertionError, RuntimeError, subprocess.TimeoutExpired) as exc:

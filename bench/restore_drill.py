@@ -1,9 +1,10 @@
 """The restore drill (docs/backup-and-recovery.md section 5): point-in-time recovery with pgBackRest on a
 throw-away cluster, the service started on the restored copy.
 
-1. initdb a cluster on a free port of 127.0.0.1 with continuous archiving (`archive_command` =
-   `pgbackrest archive-push`) into a pgBackRest repository in a temporary folder (posix, no cloud);
-   stanza-create and check, as an operator does once.
+1. initdb a cluster on a free port of 127.0.0.1 with docker/backup/postgresql.conf (continuous archiving,
+   `archive_command` = `pgbackrest archive-push`) into a pgBackRest repository in a temporary folder
+   configured by docker/backup/pgbackrest.conf (the shipped files, with this run's folders and ports; posix,
+   no cloud); stanza-create and check, as an operator does once.
 2. Migrate the service's schema into it (`manage.py migrate`), ask `/readyz` once (which writes the
    encryption canary, as the first web pod does), take a full base backup.
 3. Register patient A through the service's own code (patients.services.patient_create, national ID
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
 PGBACKREST = shutil.which("pgbackrest") or "/usr/bin/pgbackrest"
 STANZA = "clinic"
+BACKUP_CONFIG = ROOT / "docker" / "backup"  # the compose deployment's files, which the drill runs
 AS_POSTGRES = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 STARTED = time.monotonic()
 
@@ -132,32 +134,32 @@ class Drill:
     # The drill
 
     def prepare(self) -> None:
-        for folder in (self.sockets, self.repo, self.primary, self.restored, self.folder / "log", self.folder / "lock"):
-            folder.mkdir()
+        for name in ("sockets", "repo", "primary", "restored", "log", "lock", "spool"):
+            (self.folder / name).mkdir()
         if AS_POSTGRES:
             self.folder.chmod(0o755)  # mkdtemp's 0700 would keep the postgres user out
             for path in [self.folder, *self.folder.iterdir()]:
                 shutil.chown(path, "postgres", "postgres")
         self.restored.chmod(0o700)
         self.port = free_port()
-        # What docker/backup/pgbackrest.conf says, with this run's folders.
-        self.config.write_text(
-            "[global]\n"
-            f"repo1-path={self.repo}\n"
-            "repo1-retention-full=2\n"
-            "compress-type=lz4\n"
-            "start-fast=y\n"
-            f"log-path={self.folder / 'log'}\n"
-            f"lock-path={self.folder / 'lock'}\n"
-            "log-level-console=warn\n"
-            "log-level-file=info\n"
-            "\n"
-            f"[{STANZA}]\n"
-            f"pg1-path={self.primary / 'data'}\n"
-            f"pg1-port={self.port}\n"
-            f"pg1-socket-path={self.sockets}\n"
-            "pg1-user=postgres\n"
-        )
+        # docker/backup/pgbackrest.conf itself (CI proves the shipped file), with this run's folders.
+        folders = {
+            "repo1-path": self.repo,
+            "spool-path": self.folder / "spool",
+            "pg1-path": self.primary / "data",
+            "pg1-socket-path": self.sockets,
+            "pg1-user": "postgres",
+            "log-level-console": "warn",
+        }
+        lines = []
+        for line in (BACKUP_CONFIG / "pgbackrest.conf").read_text().splitlines():
+            name = line.partition("=")[0].strip()
+            lines.append(f"{name}={folders[name]}" if name in folders and not line.startswith("#") else line)
+            if line == "[global]":
+                lines += [f"log-path={self.folder / 'log'}", f"lock-path={self.folder / 'lock'}"]
+            if line == f"[{STANZA}]":
+                lines.append(f"pg1-port={self.port}")
+        self.config.write_text("\n".join(lines) + "\n")
         if AS_POSTGRES:
             shutil.chown(self.config, "postgres", "postgres")
 
@@ -168,15 +170,14 @@ class Drill:
         )
         port = self.port
         with (data / "postgresql.conf").open("a") as conf:
+            # docker/backup/postgresql.conf itself, then what this run changes (a later line wins).
+            conf.write("\n" + (BACKUP_CONFIG / "postgresql.conf").read_text())
             conf.write(
-                "\n# restore drill: docker/backup/postgresql.backup.conf's archiving settings\n"
+                "\n# restore drill\n"
                 f"port = {port}\n"
                 "listen_addresses = '127.0.0.1'\n"
                 f"unix_socket_directories = '{self.sockets}'\n"
-                "wal_level = replica\n"
-                "archive_mode = on\n"
                 f"archive_command = '{PGBACKREST} --config={self.config} --stanza={STANZA} archive-push %p'\n"
-                "archive_timeout = 60\n"
                 "fsync = off\n"  # a throw-away cluster: speed over durability (never in production)
             )
         self.pg_ctl(data, "-w", "start")

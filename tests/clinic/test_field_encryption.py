@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import threading
 from typing import Any
 
@@ -311,3 +312,17 @@ def test_a_wrong_key_plants_no_canary_over_data_it_cannot_read(client):
         assert readyz(client).status_code == 200  # both keys: A reads the patient, C writes the canary
     with override_settings(FIELD_ENCRYPTION_KEY=KEY_A):
         assert readyz(client).status_code == 503  # the canary is under C now
+
+
+@pytest.mark.django_db
+def test_the_admin_finds_a_patient_by_national_id_under_either_key_during_a_rotation(admin_client):
+    with override_settings(FIELD_ENCRYPTION_KEY=KEY_A):
+        under_a = PatientFactory(national_id=national_id(1), last_name="Under-A")
+    with override_settings(FIELD_ENCRYPTION_KEY=f"{KEY_B},{KEY_A}"):
+        under_b = PatientFactory(national_id=national_id(2), last_name="Under-B")
+        found_a = admin_client.get("/admin/patients/patient/", {"q": national_id(1)})
+        found_b = admin_client.get("/admin/patients/patient/", {"q": "-".join(re.findall("....", national_id(2)))})
+
+    assert found_a.status_code == found_b.status_code == 200
+    assert [p.pk for p in found_a.context["cl"].result_list] == [under_a.pk]
+    assert [p.pk for p in found_b.context["cl"].result_list] == [under_b.pk]

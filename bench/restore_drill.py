@@ -331,7 +331,7 @@ def main() -> int:
     drill = Drill(Path(tempfile.mkdtemp(prefix="clinic-restore-drill-")), data_mb=args.data_mb, wal_mb=args.wal_mb)
     try:
         drill.drill()
-    except (AssertionError, RuntimeError, subprocess.TimeoutExpired) as exc:
+    except (AssertionError, RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
         say(f"FAILED: {exc}")
         return 1
     finally:

@@ -259,3 +259,20 @@ class BranchYearCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.branch_id} {self.year}: {self.last_number}"
+
+
+class EncryptionCanary(models.Model):
+    """One row holding a known text encrypted with FIELD_ENCRYPTION_KEY: /readyz decrypts it, so a pod
+    started with a key that cannot read the database (a restore under another deployment's key, the old
+    key dropped before a rotation finished) is never ready (clinic.field_encryption). Written at the first
+    readiness check, re-encrypted by `rotate_field_encryption` like every other encrypted value."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    token = models.TextField()
+    written_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="encryption_canary_single_row")]
+
+    def __str__(self) -> str:
+        return f"encryption canary written {self.written_at:%Y-%m-%d %H:%M}"

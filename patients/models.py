@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Value
 from django.db.models.functions import Replace, Upper
 
+from clinic import crypto
 from clinic.models import Branch, Department, Doctor, EnteredInErrorModel, TimeStampedModel, entered_in_error_constraint
 from clinic.states import IndianState
 from clinic.visibility import BranchRestricted, BranchScopedQuerySet, client_branch_ids
@@ -18,6 +19,11 @@ from clinic.visibility import BranchRestricted, BranchScopedQuerySet, client_bra
 
 class PatientQuerySet(BranchScopedQuerySet["Patient"]):
     branch_path = "registration_branch_id"
+
+    def with_national_id(self, national_id: str) -> Self:
+        """Patients holding this national ID, found by its lookup hash under every configured key (a row not
+        yet re-hashed by a key rotation still matches; clinic.crypto)."""
+        return self.filter(national_id_hash__in=crypto.lookup_hashes(national_id))
 
 
 class Patient(models.Model):

@@ -125,6 +125,10 @@ def _save(patient: Patient, visible_branch_ids: frozenset[Any] | None = None) ->
 
 
 def _set_national_id(patient: Patient, national_id: str | None) -> None:
+    if national_id and patient.national_id_hash in crypto.lookup_hashes(national_id):
+        # The number it holds, perhaps hashed under a key a rotation has not yet replaced: unchanged, so no
+        # `patient.updated` for it (rotate_field_encryption re-encrypts and re-hashes it).
+        return
     if national_id:
         patient.national_id_encrypted = crypto.encrypt(national_id)
         patient.national_id_hash = crypto.lookup_hash(national_id)

@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 
-from clinic import heartbeat
+from clinic import field_encryption, heartbeat
 from clinic.api.errors import PROBLEM_KINDS, problem_response
 from clinic.drain import draining
 
@@ -59,6 +59,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
             cursor.execute("SELECT 1")
         checks["database"] = "ok"
         checks["migrations"] = "error: not applied (run the migrate role)" if migrations_pending() else "ok"
+        if checks["migrations"] == "ok":
+            # A key that cannot read the database must not serve (docs/backup-and-recovery.md section 7).
+            checks["encryption"] = field_encryption.canary_status()
     except Exception as exc:  # noqa: BLE001 - any failure means not ready
         checks["database"] = f"error: {type(exc).__name__}"
     degraded = False

@@ -57,6 +57,7 @@ def test_readyz_reports_database_and_redis_ok_and_no_worker_without_failing(clie
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": NO_WORKER,
             "export-worker": NO_WORKER,
@@ -76,6 +77,7 @@ def test_readyz_is_503_without_a_worker_when_the_worker_is_required(client, sett
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": "error: no heartbeat in the last 30 s",
             "export-worker": NO_WORKER,
@@ -97,6 +99,7 @@ def test_readyz_with_only_an_export_worker_reports_the_default_worker_missing(cl
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": NO_WORKER,
             "export-worker": "ok",
@@ -114,6 +117,7 @@ def test_readyz_with_only_an_export_worker_reports_the_default_worker_missing(cl
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": "error: no heartbeat in the last 30 s",
             "export-worker": "ok",
@@ -134,6 +138,7 @@ def test_readyz_with_only_a_default_worker_reports_the_export_worker_missing(cli
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": "ok",
             "export-worker": "error: no heartbeat in the last 30 s",
@@ -149,6 +154,7 @@ def test_readyz_with_only_a_default_worker_reports_the_export_worker_missing(cli
     assert response.json()["checks"] == {
         "database": "ok",
         "migrations": "ok",
+        "encryption": "ok",
         "redis": "ok",
         "worker": "ok",
         "export-worker": "ok",
@@ -181,6 +187,7 @@ def test_readyz_counts_only_fresh_heartbeats(client, settings):
     assert response.json()["checks"] == {
         "database": "ok",
         "migrations": "ok",
+        "encryption": "ok",
         "redis": "ok",
         "worker": "error: no heartbeat in the last 30 s",
         "export-worker": NO_WORKER,
@@ -197,6 +204,7 @@ def test_readyz_counts_only_fresh_heartbeats(client, settings):
         "checks": {
             "database": "ok",
             "migrations": "ok",
+            "encryption": "ok",
             "redis": "ok",
             "worker": "ok",
             "export-worker": NO_WORKER,
@@ -218,6 +226,7 @@ def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker
     assert response.json()["checks"] == {
         "database": "ok",
         "migrations": "ok",
+        "encryption": "ok",
         "redis": "ok",
         "worker": "ok",
         "export-worker": NO_WORKER,  # a worker of the test's own queue is a default-queue worker
@@ -232,6 +241,7 @@ def test_readyz_sees_a_real_worker_and_beat_come_and_go(client, settings, worker
     assert response.json()["checks"] == {
         "database": "ok",
         "migrations": "ok",
+        "encryption": "ok",
         "redis": "ok",
         "worker": "error: no heartbeat in the last 30 s",
         "export-worker": NO_WORKER,
@@ -248,7 +258,7 @@ def test_readyz_stays_ready_but_degraded_when_redis_does_not_answer(client, sett
     assert response.status_code == 200
     assert response.json() == {
         "status": "degraded",
-        "checks": {"database": "ok", "migrations": "ok", "redis": "degraded: ConnectionError"},
+        "checks": {"database": "ok", "migrations": "ok", "encryption": "ok", "redis": "degraded: ConnectionError"},
     }
     assert "127.0.0.1" not in response.content.decode()
 
@@ -284,7 +294,12 @@ def test_readyz_without_redis_configured_is_ready_on_the_in_process_fallback(cli
     assert response.status_code == 200
     assert response.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "migrations": "ok", "redis": "not configured (in-process fallback)"},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "encryption": "ok",
+            "redis": "not configured (in-process fallback)",
+        },
     }
 
 

@@ -9,6 +9,7 @@ from django.contrib.postgres.fields import DateTimeRangeField, RangeOperators
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Func, Q
+from django.utils import timezone
 
 from clinic.models import Branch, Doctor, TimeStampedModel
 from clinic.visibility import BranchScopedQuerySet
@@ -200,7 +201,9 @@ class Appointment(TimeStampedModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.doctor} {self.slot_start:%Y-%m-%d %H:%M} #{self.token_number}"
+        # In the branch's time zone, as staff read the clock (a 9:00 slot was labelled 03:30, in UTC).
+        start = timezone.localtime(self.slot_start, self.branch.zone)
+        return f"{self.doctor} {start:%Y-%m-%d %H:%M %Z} #{self.token_number}"
 
     def clean(self) -> None:
         # An inverted interval would otherwise be reported as a misleading overlap by the constraints.

@@ -167,3 +167,23 @@ def _run_seed() -> str:
     out = StringIO()
     call_command("seed_demo", "--json", stdout=out)
     return out.getvalue()
+
+
+def test_a_refused_check_in_names_the_slot_in_the_branch_time_zone(admin_client):
+    # A 9:00 slot in Bengaluru two days ahead: check-in is refused (not its day), and the refusal names the
+    # appointment at 09:00 IST, never 03:30 (UTC).
+    branch = BranchFactory(time_zone="Asia/Kolkata")
+    day = timezone.localtime(timezone.now(), branch.zone).date() + timedelta(days=2)
+    start = timezone.make_aware(timezone.datetime(day.year, day.month, day.day, 9, 0), branch.zone)
+    appointment = AppointmentFactory(branch=branch, slot_start=start, slot_end=start + timedelta(minutes=15))
+
+    response = act(admin_client, "check_in", appointment)
+
+    html = response.content.decode()
+    assert (
+        f"{day:%Y-%m-%d} 09:00 IST #{appointment.token_number}: An appointment can be checked in only on its day"
+        in html
+    )
+    assert "03:30" not in html
+    appointment.refresh_from_db()
+    assert (appointment.status, appointment.version) == ("booked", 1)

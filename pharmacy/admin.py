@@ -44,10 +44,11 @@ from pharmacy.representations import local_today
 class ReorderLevelInline(admin.TabularInline):
     model = ReorderLevel
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ReorderLevel]:
-        return super().get_queryset(request).select_related("drug", "branch")  # each row's label names both
     extra = 0
     fields = ("branch", "level")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReorderLevel]:
+        return super().get_queryset(request).select_related("drug", "branch")  # each row's label names both
 
 
 @admin.register(Drug)
@@ -182,12 +183,13 @@ class StockMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class PrescriptionItemInline(_ReadOnlyInline):
     model = PrescriptionItem
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PrescriptionItem]:
-        return super().get_queryset(request).select_related("drug")  # each row is labelled with its drug
     fields = readonly_fields = (
         *("drug", "dose", "frequency", "route", "duration_days", "quantity", "dispensed_quantity"),
         "instructions",
     )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PrescriptionItem]:
+        return super().get_queryset(request).select_related("drug")  # each row is labelled with its drug
 
 
 @admin.register(Prescription)

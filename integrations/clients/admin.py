@@ -135,6 +135,17 @@ class ApiClientAdmin(admin.ModelAdmin):
         ("History", {"fields": ["created", "updated"]}),
     ]
 
+    def get_fieldsets(self, request: HttpRequest, obj: ApiClient | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:
+            return fieldsets
+        # The add form shows no client id: the model's default there was not the id the service then
+        # generated and saved. The saved id is shown with the secret, once the client exists.
+        return [
+            (name, {**options, "fields": [field for field in options["fields"] if field != "client_id"]})
+            for name, options in fieldsets
+        ]
+
     @admin.display(description="scopes")
     def scope_list(self, obj: ApiClient) -> str:
         return " ".join(obj.allowed_scopes)

@@ -47,6 +47,20 @@ def add_form(**overrides):
     return data
 
 
+def test_the_add_form_shows_no_client_id_and_the_change_form_the_saved_one(admin_client):
+    # The add form used to show the model's default id, which was not the id then generated and saved.
+    form = admin_client.get(ADD_URL)
+    assert form.status_code == 200
+    assert "field-client_id" not in form.content.decode()
+
+    admin_client.post(ADD_URL, add_form())
+    saved = ApiClient.objects.get()
+    change = admin_client.get(f"/admin/integrations/apiclient/{saved.pk}/change/")
+
+    assert "field-client_id" in change.content.decode()
+    assert saved.client_id in change.content.decode()
+
+
 def test_adding_a_client_shows_its_id_and_secret_once_and_stores_only_the_hash(admin_client):
     blr = BranchFactory(code="BLR")
     response = admin_client.post(

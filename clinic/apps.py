@@ -1,5 +1,7 @@
+from axes import apps as axes_apps
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
+from oauth2_provider import apps as oauth_apps
 
 
 class ClinicConfig(AppConfig):
@@ -24,3 +26,18 @@ class ClinicAdminConfig(admin_apps.AdminConfig):
         from clinic.admin_site import record_login_time
 
         user_logged_in.connect(record_login_time, dispatch_uid="clinic.admin_site.record_login_time")
+
+
+class SignInLockoutsConfig(axes_apps.AppConfig):
+    """django-axes under a name staff read on the admin index ("AXES" said nothing to them)."""
+
+    default = False  # named in INSTALLED_APPS
+    verbose_name = "Admin sign-in lockouts"
+
+
+class ApiTokensConfig(oauth_apps.DOTConfig):
+    """django-oauth-toolkit under a plain name: what is left of it in the admin is the issued access tokens
+    (API clients themselves are under Integrations)."""
+
+    default = False  # named in INSTALLED_APPS
+    verbose_name = "API access tokens"

@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "oauth2_provider",
+    "clinic.apps.ApiTokensConfig",  # oauth2_provider under a plain name in the admin
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "clinic",
@@ -62,7 +62,7 @@ INSTALLED_APPS = [
     "lab",
     "pharmacy",
     "emr",
-    "axes",
+    "clinic.apps.SignInLockoutsConfig",  # axes under a plain name in the admin
     "django_otp",
     "django_otp.plugins.otp_totp",
 ]

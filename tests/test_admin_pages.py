@@ -90,12 +90,15 @@ def test_editable_foreign_keys_to_large_tables_use_raw_id_or_autocomplete(rf, ad
 def test_the_admin_index_groups_models_by_app_under_readable_names(admin_client):
     response = admin_client.get("/admin/")
     apps = {app["app_label"]: app["name"] for app in response.context["app_list"]}
-    assert {label: apps[label] for label in ("clinic", "patients", "appointments", "billing", "integrations")} == {
+    labels = ("clinic", "patients", "appointments", "billing", "integrations", "axes", "oauth2_provider")
+    assert {label: apps[label] for label in labels} == {
         "clinic": "Organisation",
         "patients": "Patients",
         "appointments": "Scheduling",
         "billing": "Billing",
         "integrations": "Integrations",
+        "axes": "Admin sign-in lockouts",  # not "AXES"
+        "oauth2_provider": "API access tokens",  # not "DJANGO OAUTH TOOLKIT"
     }
     names = {app["app_label"]: sorted(model["name"] for model in app["models"]) for app in response.context["app_list"]}
     assert names["billing"] == [

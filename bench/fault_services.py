@@ -112,6 +112,86 @@ class Postgres:
             self._ctl("-m", "immediate", "-w", "stop")
 
 
+# The PgBouncer settings of deploy/kubernetes/base/pgbouncer.yaml that are not about where it runs: the suite
+# and tests/operations/test_migrate_lock.py run the manifests' own tuning, read from the manifest itself.
+_NOT_INI = {"DATABASE_URL", "LISTEN_PORT", "AUTH_TYPE"}
+
+
+def manifest_pgbouncer_settings() -> dict[str, str]:
+    """pgbouncer.ini keys and values from the env of the manifest's PgBouncer container (the image writes
+    each NAME as `name = value`)."""
+    import yaml
+
+    manifest = ROOT / "deploy" / "kubernetes" / "base" / "pgbouncer.yaml"
+    deployment = next(doc for doc in yaml.safe_load_all(manifest.read_text()) if doc and doc["kind"] == "Deployment")
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    settings = {e["name"].lower(): str(e["value"]) for e in env if e["name"] not in _NOT_INI and "value" in e}
+    # Debian 12's PgBouncer is 1.18: max_prepared_statements came in 1.21 (the image's is 1.24), and its
+    # value in the manifest, 0, is what an older PgBouncer does anyway (no prepared statement tracking).
+    if _pgbouncer_version() < (1, 21) and settings.get("max_prepared_statements") == "0":
+        del settings["max_prepared_statements"]
+    return settings
+
+
+def _pgbouncer_version() -> tuple[int, ...]:
+    first = subprocess.run(["pgbouncer", "--version"], capture_output=True, text=True, check=True).stdout.split()
+    return tuple(int(part) for part in first[1].split("."))
+
+
+class PgBouncer:
+    """PgBouncer (the machine's, Debian's package) between the roles and `upstream`, with the manifests'
+    settings; trust authentication on 127.0.0.1 (the upstream cluster trusts 127.0.0.1 too). As root it
+    drops to the postgres user (PgBouncer refuses to run as root)."""
+
+    def __init__(self, folder: Path, port: int, upstream_port: int, overrides: dict[str, str] | None = None) -> None:
+        self.folder = folder / f"pgbouncer-{port}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.port = port
+        self.log = self.folder / "pgbouncer.log"
+        settings = manifest_pgbouncer_settings() | {
+            "listen_addr": "127.0.0.1",
+            "listen_port": str(port),
+            "unix_socket_dir": "",
+            "auth_type": "trust",
+            "auth_file": str(self.folder / "userlist.txt"),
+            "admin_users": "postgres",
+            "ignore_startup_parameters": "extra_float_digits",
+            "pidfile": str(self.folder / "pgbouncer.pid"),
+        } | (overrides or {})
+        (self.folder / "userlist.txt").write_text('"postgres" ""\n')
+        lines = ["[databases]", f"* = host=127.0.0.1 port={upstream_port}", "", "[pgbouncer]"]
+        lines += [f"{key} = {value}" for key, value in settings.items()]
+        self.config = self.folder / "pgbouncer.ini"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            os.chmod(folder, 0o755)
+            for path in (self.folder, *self.folder.iterdir()):
+                shutil.chown(path, "postgres", "postgres")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def url(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        command = ["pgbouncer", *(["-u", "postgres"] if self.as_root else []), str(self.config)]
+        self.process = subprocess.Popen(command, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        wait_until(f"pgbouncer on {self.port}", lambda: _accepts(self.port), 10, interval=0.05)
+
+    def stop(self) -> None:
+        """SIGTERM: PgBouncer closes every client and server connection at once (a pod's end)."""
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 class Redis:
     def __init__(self, folder: Path, port: int) -> None:
         self.folder = folder

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Roles (docs/operations.md §1):
 #   migrate  apply migrations, once per release (a Kubernetes Job, a compose one-off) before the new web pods;
-#            migrations are written to be safe while the previous release still serves.
+#            migrations are written to be safe while the previous release still serves. Two at once: the
+#            second waits for the first's advisory lock, then finds nothing to apply.
 #   web      gunicorn, never migrating: two pods migrating one database at once crashed one (issue 20). Its
 #            /readyz stays 503 until the migrate role has run. SIGTERM drains (clinic/gunicorn_config.py).
 #   worker   Celery worker of the default queue `celery`: deliveries, notifications, HL7 sends, housekeeping.
@@ -17,7 +18,9 @@
 set -e
 case "$1" in
   migrate)
-    exec python manage.py migrate --no-input
+    # Under a PostgreSQL advisory lock: a second run at the same time waits, then applies nothing; both
+    # exit 0 (clinic/management/commands/migrate_locked.py). Direct or through PgBouncer.
+    exec python manage.py migrate_locked --lock-timeout "${MIGRATE_LOCK_TIMEOUT:-600}"
     ;;
   web)
     # Metrics of every gunicorn worker, added up by /metrics (clinic/metrics.py).

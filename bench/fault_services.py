@@ -63,7 +63,11 @@ class Postgres:
         self.log = self.folder / "postgres.log"
         self.port = port
         self.url = f"postgresql://postgres@127.0.0.1:{port}/clinic"
-        self.options = f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c fsync=off"
+        # No patient data in PostgreSQL's log (clinic/launch.py POSTGRES_LOG_SETTINGS, docs/operations.md §9).
+        self.options = (
+            f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c fsync=off"
+            " -c log_min_error_statement=panic -c log_error_verbosity=terse"
+        )
         # PostgreSQL refuses to run as root (CI runs as root): then the server runs as the postgres user.
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 

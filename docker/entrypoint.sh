@@ -38,10 +38,12 @@ case "$1" in
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}"
     ;;
   worker)
-    exec celery -A clinic worker --queues celery --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
+    # --quiet: no start banner (text) in a log stream of JSON lines; Celery's own log lines go through the
+    # service's logging (JSON with DEBUG off), and its shutdown lines too (clinic/celery.py).
+    exec celery -A clinic --quiet worker --queues celery --loglevel "${LOG_LEVEL:-INFO}" --concurrency "${CELERY_CONCURRENCY:-4}"
     ;;
   export-worker)
-    exec celery -A clinic worker --queues fhir-export --loglevel "${LOG_LEVEL:-INFO}" \
+    exec celery -A clinic --quiet worker --queues fhir-export --loglevel "${LOG_LEVEL:-INFO}" \
       --concurrency "${CELERY_EXPORT_CONCURRENCY:-2}"
     ;;
   hl7-listener)
@@ -50,7 +52,7 @@ case "$1" in
     ;;
   beat)
     # Schedule state and the singleton lock live in Redis (clinic/beat.py): no schedule file.
-    exec celery -A clinic beat --loglevel "${LOG_LEVEL:-INFO}"
+    exec celery -A clinic --quiet beat --loglevel "${LOG_LEVEL:-INFO}"
     ;;
   dicom-worklist)
     exec python manage.py dicom_worklist --port "${DICOM_PORT:-11112}" --ae-title "${DICOM_AE_TITLE:-CLINIC_MWL}"

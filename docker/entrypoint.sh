@@ -12,9 +12,10 @@
 #   dicom-worklist  the DICOM Modality Worklist and MPPS server (manage.py dicom_worklist) on DICOM_PORT
 #            (11112) as DICOM_AE_TITLE (CLINIC_MWL); SIGTERM stops accepting and lets associations finish.
 #   anything else is run as a command.
-# Liveness of worker, export-worker and beat: `python manage.py liveness worker|export-worker|beat` (exit 0 =
-# alive; a Celery worker keeps the heartbeat of the role its queues make it), which docker/compose.yaml runs
-# as their healthchecks. .ci/production_roles starts each role through this file.
+# Liveness of worker, export-worker and beat: `python clinic/liveness_probe.py worker|export-worker|beat` (exit
+# 0 = this container's role recorded a heartbeat in Redis within 3 intervals; about 0.1 s, no Django start),
+# which docker/compose.yaml and the manifests run; `python manage.py liveness ROLE [--any|--node]` asks Redis.
+# .ci/production_roles starts each role through this file.
 set -e
 case "$1" in
   migrate)

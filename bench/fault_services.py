@@ -88,19 +88,35 @@ class Postgres:
             self.folder.parent.chmod(0o755)  # mkdtemp's 0700 would keep the postgres user out
             shutil.chown(self.folder, "postgres", "postgres")
 
-    def init(self) -> None:
+    def init(self, tablespace: Path | None = None) -> None:
+        """The cluster and its `clinic` database; with `tablespace` (an empty folder the server may own: a
+        small tmpfs for the full-disk fault) the database's tables and indexes live there, while the WAL
+        stays in the data folder (a full pg_wal is a crash, not the error a full data disk gives)."""
         self._folder()
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
         self.start()
-        self._run(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "clinic")
+        createdb = [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+        if tablespace is not None:
+            self.tablespace = tablespace
+            psql = [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+            self._run(*psql, "-c", f"CREATE TABLESPACE clinic_data LOCATION '{tablespace}'")
+            createdb += ["--tablespace", "clinic_data"]
+        self._run(*createdb, "clinic")
+
+    tablespace: Path | None = None
 
     def init_standby(self, primary: Postgres) -> None:
         """A hot standby streaming from `primary` (pg_basebackup -R: standby.signal and primary_conninfo;
-        initdb's pg_hba.conf already trusts replication connections from 127.0.0.1)."""
+        initdb's pg_hba.conf already trusts replication connections from 127.0.0.1). The primary's
+        tablespace is copied to a folder of the standby's own (the same host: -T old=new)."""
         self._folder()
+        mapping = []
+        if primary.tablespace is not None:
+            copy = self.folder / "tablespace"
+            mapping = ["-T", f"{primary.tablespace}={copy}"]
         self._run(
             *(str(PG_BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"),
-            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast"),
+            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast", *mapping),
         )
         self.start()
 
@@ -152,16 +168,20 @@ class PgBouncer:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port
         self.log = self.folder / "pgbouncer.log"
-        settings = manifest_pgbouncer_settings() | {
-            "listen_addr": "127.0.0.1",
-            "listen_port": str(port),
-            "unix_socket_dir": "",
-            "auth_type": "trust",
-            "auth_file": str(self.folder / "userlist.txt"),
-            "admin_users": "postgres",
-            "ignore_startup_parameters": "extra_float_digits",
-            "pidfile": str(self.folder / "pgbouncer.pid"),
-        } | (overrides or {})
+        settings = (
+            manifest_pgbouncer_settings()
+            | {
+                "listen_addr": "127.0.0.1",
+                "listen_port": str(port),
+                "unix_socket_dir": "",
+                "auth_type": "trust",
+                "auth_file": str(self.folder / "userlist.txt"),
+                "admin_users": "postgres",
+                "ignore_startup_parameters": "extra_float_digits",
+                "pidfile": str(self.folder / "pgbouncer.pid"),
+            }
+            | (overrides or {})
+        )
         (self.folder / "userlist.txt").write_text('"postgres" ""\n')
         lines = ["[databases]", f"* = host=127.0.0.1 port={upstream_port}", "", "[pgbouncer]"]
         lines += [f"{key} = {value}" for key, value in settings.items()]
@@ -169,7 +189,7 @@ class PgBouncer:
         self.config.write_text("\n".join(lines) + "\n")
         self.as_root = os.geteuid() == 0
         if self.as_root:
-            os.chmod(folder, 0o755)
+            os.chmod(folder, 0o755)  # noqa: S103 - the postgres user must reach its files (as Postgres does)
             for path in (self.folder, *self.folder.iterdir()):
                 shutil.chown(path, "postgres", "postgres")
         self.process: subprocess.Popen[bytes] | None = None
@@ -194,6 +214,54 @@ def _accepts(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class SmallDisk:
+    """A tmpfs of `megabytes` mounted in `folder` (root only: `mount -t tmpfs`), with a folder `data` in it
+    that the server may own: PostgreSQL's tablespace for the full-disk fault. fill() writes a file until the
+    disk is full (what a runaway log or a bulk load does), free() deletes it."""
+
+    def __init__(self, folder: Path, megabytes: int) -> None:
+        self.mount = folder / "small-disk"
+        self.data = self.mount / "data"
+        self.filler = self.mount / "filler"
+        self.megabytes = megabytes
+        self.mounted = False
+
+    @staticmethod
+    def available() -> bool:
+        return os.geteuid() == 0 and shutil.which("mount") is not None
+
+    def create(self) -> None:
+        self.mount.mkdir()
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.megabytes}m,mode=0755", "tmpfs", str(self.mount)],
+            check=True,
+            capture_output=True,
+        )
+        self.mounted = True
+        self.data.mkdir(mode=0o700)
+        shutil.chown(self.data, "postgres", "postgres")
+
+    def fill(self) -> int:
+        """Bytes written until ENOSPC."""
+        written = 0
+        chunk = b"\0" * (1 << 20)
+        with self.filler.open("wb", buffering=0) as handle:
+            while True:
+                try:
+                    written += handle.write(chunk)
+                except OSError:
+                    break
+        return written
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.mount)], check=False, capture_output=True)
+            self.mounted = False
 
 
 class Redis:
@@ -356,7 +424,7 @@ class Receiver:
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 if self.path.startswith("/sms"):
                     with receiver.lock:
-                        receiver.sms.append(json.loads(body))
+                        receiver.sms.append(json.loads(body) | {"at": time.monotonic()})
                     answer = json.dumps({"id": f"sms-{len(receiver.sms)}"}).encode()
                     self._answer(200, answer)
                     return

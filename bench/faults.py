@@ -47,12 +47,27 @@ from typing import Any
 import psycopg
 import requests
 from cryptography.fernet import Fernet
-from fault_services import ROOT, Haproxy, Postgres, Receiver, Redis, Role, free_port, http_status, wait_until
+from fault_services import (
+    ROOT,
+    Haproxy,
+    PgBouncer,
+    Postgres,
+    Receiver,
+    Redis,
+    Role,
+    SmallDisk,
+    free_port,
+    http_status,
+    wait_until,
+)
 
 RESULTS = ROOT / "bench" / "results"
 BOOKERS = 4
 PACE_SECONDS = 0.15  # each client thread's pause between requests: a bounded load, not a benchmark
 GIVE_UP_SECONDS = 90  # a booking still unresolved after this is a failure
+WRITE_SECONDS = 10  # CONTRACT section 23: every retried write completes within 10 s (of its fault's end)
+DISK_FULL_SECONDS = 15
+SMALL_DISK_MB = 384
 
 
 @dataclass
@@ -65,6 +80,7 @@ class Sample:
     retry_after: str | None
     seconds: float
     request_id: str
+    code: str | None = None  # a 409's problem code
 
 
 @dataclass
@@ -73,7 +89,9 @@ class Booking:
     phase: str
     outcome: str = "pending"  # booked | conflict | failed
     appointment_id: str | None = None
+    started_at: float = 0.0
     booked_at: float = 0.0
+    resolved_at: float = 0.0  # a definite answer: 201 (booked) or 409 conflict
     tries: int = 0
     replayed: bool = False
 
@@ -90,6 +108,19 @@ class Load:
     bookings: list[Booking] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    timeline: list[tuple[float, str]] = field(default_factory=list)  # (when, phase) at each change
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.timeline.append((time.monotonic(), phase))
+
+    def phase_at(self, moment: float) -> str:
+        current = "warm-up"
+        for started, phase in self.timeline:
+            if started > moment:
+                break
+            current = phase
+        return current
 
     def request(self, session: requests.Session, kind: str, method: str, path: str, **kwargs: Any) -> Sample:
         request_id = f"flt-{uuid.uuid4().hex[:20]}"
@@ -108,6 +139,9 @@ class Load:
             seconds=time.monotonic() - started,
             request_id=request_id,
         )
+        if response is not None and response.status_code == 409:
+            with contextlib.suppress(ValueError, AttributeError):
+                sample.code = response.json().get("code")
         sample.response = response  # type: ignore[attr-defined]
         with self.lock:
             self.samples.append(sample)
@@ -129,7 +163,7 @@ class Load:
         raise RuntimeError(f"no token: {token.status_code} {token.text[:300]}")
 
     def book(self, session: requests.Session, body: dict[str, Any]) -> Booking:
-        booking = Booking(key=str(uuid.uuid4()), phase=self.phase)
+        booking = Booking(key=str(uuid.uuid4()), phase=self.phase, started_at=time.monotonic())
         body = body | {"notes": f"faults {booking.key}"}
         deadline = time.monotonic() + GIVE_UP_SECONDS
         while time.monotonic() < deadline:
@@ -141,13 +175,16 @@ class Load:
             if sample.status == 201 and response is not None:
                 booking.outcome, booking.appointment_id = "booked", response.json()["appointment_id"]
                 booking.booked_at, booking.replayed = time.monotonic(), "Idempotent-Replayed" in response.headers
+                booking.resolved_at = booking.booked_at
                 break
             code = response.json().get("code") if response is not None and sample.status == 409 else None
             if sample.status == 409 and code != "idempotency_key_in_use":
                 booking.outcome = "conflict"  # the slot or the patient's time is taken: a definite answer
+                booking.resolved_at = time.monotonic()
                 break
             if sample.status in (0, 409, 502, 503, 504):  # retry, same key: executed at most once
-                time.sleep(min(float(sample.retry_after or 0.5), 5.0) if sample.status == 503 else 0.5)
+                # After Retry-After when given (503, and a 409 idempotency_key_in_use), at most 5 s.
+                time.sleep(min(float(sample.retry_after or 0.5), 5.0) if sample.status in (409, 503) else 0.5)
                 continue
             self.errors.append(f"booking answered {sample.status}: {response.text[:300] if response else ''}")
             booking.outcome = "failed"
@@ -206,6 +243,12 @@ class Deployment:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.postgres = Postgres(folder, free_port(55440, 55499))
+        # The roles reach PostgreSQL through PgBouncer in transaction mode with the manifests' settings
+        # (deploy/kubernetes/base/pgbouncer.yaml), as production does; migrate and the suite's own
+        # commands and checks go straight to PostgreSQL (database-url-direct).
+        self.pgbouncer = PgBouncer(folder, free_port(56700, 56799), self.postgres.port)
+        # The database's tables on a small tmpfs, for the full-disk fault (root only: mount).
+        self.disk = SmallDisk(folder, SMALL_DISK_MB) if SmallDisk.available() else None
         # The web pods read lists and searches from a streaming replica (DATABASE_REPLICA_URL, clinic/replica.py).
         self.replica = Postgres(folder, free_port(self.postgres.port + 1, 55499), name="replica")
         self.redis = Redis(folder, free_port(56380, 56399))
@@ -236,7 +279,8 @@ class Deployment:
             "DEBUG": "false",
             "SECRET_KEY": secrets.token_urlsafe(50),
             "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
-            "DATABASE_URL": self.postgres.url,
+            "DATABASE_URL": self.pgbouncer.url("clinic"),
+            "DATABASE_TRANSACTION_POOLING": "true",
             "REDIS_URL": self.redis.url,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECURE_COOKIES": "false",
@@ -259,20 +303,37 @@ class Deployment:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
+    @property
+    def direct_env(self) -> dict[str, str]:
+        """The migrate role's and the suite's own commands': straight to PostgreSQL."""
+        return self.env | {"DATABASE_URL": self.postgres.url, "DATABASE_TRANSACTION_POOLING": "false"}
+
     def manage(self, *args: str) -> str:
         result = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.direct_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if result.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)}: {result.stderr[-2000:]}")
         return result.stdout
 
     def up(self) -> dict[str, Any]:
-        self.postgres.init()
+        if self.disk is not None:
+            self.disk.create()
+        self.postgres.init(tablespace=self.disk.data if self.disk is not None else None)
+        self.pgbouncer.start()
         self.redis.start()
         self.receiver.start()
         subprocess.run(
-            [str(ROOT / "docker" / "entrypoint.sh"), "migrate"], cwd=ROOT, env=self.env, check=True, capture_output=True
+            [str(ROOT / "docker" / "entrypoint.sh"), "migrate"],
+            cwd=ROOT,
+            env=self.direct_env,
+            check=True,
+            capture_output=True,
         )
         manifest = json.loads(self.manage("seed_demo", "--json"))
         client = json.loads(
@@ -320,8 +381,11 @@ class Deployment:
                 role.kill()
         self.receiver.stop()
         self.redis.stop()
+        self.pgbouncer.stop()
         self.replica.stop()
         self.postgres.stop()
+        if self.disk is not None:
+            self.disk.remove()
 
 
 # --- The faults: each returns its own figures ------------------------------------------------------------
@@ -345,8 +409,38 @@ def postgres_restart(d: Deployment) -> dict[str, Any]:
     started = time.monotonic()
     d.postgres.restart()
     restart = time.monotonic() - started
+    cleared = time.monotonic()
     ready = d.wait_ready("web1", 60)
-    return {"note": f"pg_ctl restart -m fast took {restart:.1f} s; web1 ready {ready:.1f} s later"}
+    return {
+        "note": f"pg_ctl restart -m fast behind PgBouncer took {restart:.1f} s; web1 ready {ready:.1f} s later",
+        "cleared": cleared,
+    }
+
+
+def pgbouncer_restart(d: Deployment) -> dict[str, Any]:
+    d.pgbouncer.stop()  # SIGTERM: every client and server connection closed at once, transactions cut
+    time.sleep(1)
+    d.pgbouncer.start()
+    cleared = time.monotonic()
+    ready = d.wait_ready("web1", 60)
+    return {
+        "note": f"PgBouncer stopped (SIGTERM), started 1 s later; web1 ready {ready:.1f} s later",
+        "cleared": cleared,
+    }
+
+
+def disk_full(d: Deployment) -> dict[str, Any]:
+    if d.disk is None:
+        return {"note": "skipped: not root (the small disk is a tmpfs mount)", "cleared": time.monotonic()}
+    written = d.disk.fill()
+    time.sleep(DISK_FULL_SECONDS)
+    d.disk.free()
+    cleared = time.monotonic()
+    return {
+        "note": f"the tablespace's {SMALL_DISK_MB} MB tmpfs filled ({written >> 20} MB written) for "
+        f"{DISK_FULL_SECONDS} s under load, then freed",
+        "cleared": cleared,
+    }
 
 
 def web_kill(d: Deployment) -> dict[str, Any]:
@@ -387,6 +481,8 @@ FAULTS: list[tuple[str, Callable[[Deployment], dict[str, Any]]]] = [
     ("worker SIGKILL", worker_kill),
     ("Redis down 20 s", redis_outage),
     ("PostgreSQL restart", postgres_restart),
+    ("PgBouncer restart", pgbouncer_restart),
+    ("full disk", disk_full),
     ("web pod SIGKILL", web_kill),
     ("rolling restart", rolling_restart),
     ("receiver down 3 s", receiver_outage),
@@ -396,6 +492,8 @@ STEADY_SECONDS = 4
 
 
 SUPERVISED = ("worker1", "worker2", "beat")
+# The faults during which the service may answer 503 (with Retry-After) and haproxy may take pods out.
+DATABASE_FAULTS = ("PostgreSQL restart", "PgBouncer restart", "full disk")
 
 
 def supervise(d: Deployment, stop: threading.Event, restarts: list[str]) -> None:
@@ -416,11 +514,14 @@ def run_faults(d: Deployment, load: Load) -> dict[str, dict[str, Any]]:
     time.sleep(STEADY_SECONDS + 2)
     for name, fault in FAULTS:
         print(f"[faults] {name}", flush=True)
-        load.phase = name
+        load.enter(name)
         started = time.monotonic()
-        figures[name] = fault(d) | {"seconds": time.monotonic() - started, "started": started}
+        result = fault(d)
+        figures[name] = (
+            {"cleared": time.monotonic()} | result | {"seconds": time.monotonic() - started, "started": started}
+        )
         time.sleep(STEADY_SECONDS)  # the aftermath belongs to the fault
-        load.phase = "steady"
+        load.enter("steady")
         time.sleep(2)
     return figures
 
@@ -489,7 +590,9 @@ def settle(d: Deployment, load: Load, timeout: float) -> tuple[dict[str, Any], f
         time.sleep(2)
 
 
-def phase_figures(load: Load, receiver: Receiver, name: str, started: float | None = None) -> dict[str, Any]:
+def phase_figures(
+    load: Load, receiver: Receiver, name: str, started: float | None = None, cleared_at: float | None = None
+) -> dict[str, Any]:
     samples = [s for s in load.samples if s.phase == name]
     bad = [s for s in samples if not 200 <= s.status < 300 and s.status != 409]
     first_hook: dict[str, float] = {}
@@ -506,6 +609,24 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
     back = min(
         (s.at + s.seconds for s in samples if 200 <= s.status < 300 and last_bad and s.at > last_bad), default=None
     )
+    bookings = [b for b in load.bookings if b.phase == name and b.resolved_at]
+    cleared = max(started or 0.0, cleared_at or 0.0)
+    with receiver.lock:
+        webhooks = [w for w in receiver.webhooks if w["valid"]]
+        sms = list(receiver.sms)
+    seen_hooks: set[str] = set()
+    dup_hooks = 0
+    for w in webhooks:
+        if w["webhook_id"] in seen_hooks and load.phase_at(w["at"]) == name:
+            dup_hooks += 1
+        seen_hooks.add(w["webhook_id"])
+    seen_sms: set[tuple[str, str]] = set()
+    dup_sms = 0
+    for m in sms:
+        key = (m.get("to", ""), m.get("message", ""))
+        if key in seen_sms and load.phase_at(m["at"]) == name:
+            dup_sms += 1
+        seen_sms.add(key)
     return {
         "requests": len(samples),
         "back after s": (back - started) if back is not None and started is not None else 0.0,
@@ -513,6 +634,10 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
         "500": sum(1 for s in samples if s.status == 500),
         "app 503": sum(1 for s in samples if s.status == 503 and s.from_app),
         "503 without Retry-After": sum(1 for s in samples if s.status == 503 and not s.retry_after),
+        "409 in use": sum(1 for s in samples if s.status == 409 and s.code == "idempotency_key_in_use"),
+        "409 in use without Retry-After": sum(
+            1 for s in samples if s.status == 409 and s.code == "idempotency_key_in_use" and not s.retry_after
+        ),
         "balancer 5xx": sum(1 for s in samples if s.status >= 500 and not s.from_app),
         "aborted": sum(1 for s in samples if s.status == 0),
         "unavailable s": (max(s.at + s.seconds for s in bad) - min(s.at for s in bad)) if bad else 0.0,
@@ -520,6 +645,12 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
         "bookings": sum(1 for b in load.bookings if b.phase == name and b.outcome == "booked"),
         "retried": sum(1 for b in load.bookings if b.phase == name and b.tries > 1),
         "max webhook delay s": max(delays, default=0.0),
+        # From a booking's first try to its definite answer (201 or conflict)...
+        "max write s": max((b.resolved_at - b.started_at for b in bookings), default=0.0),
+        # ...and from the later of its first try and the fault's end (PostgreSQL, PgBouncer, disk back).
+        "write after fault s": max((b.resolved_at - max(b.started_at, cleared) for b in bookings), default=0.0),
+        "dup webhooks": dup_hooks,
+        "dup SMS": dup_sms,
     }
 
 
@@ -530,10 +661,26 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
             failures.append(f"{name}: {row['500']} responses 500")
         if row["503 without Retry-After"]:
             failures.append(f"{name}: {row['503 without Retry-After']} 503 without Retry-After")
-        if row["app 503"] and name != "PostgreSQL restart":
+        if row["app 503"] and name not in DATABASE_FAULTS:
             failures.append(f"{name}: {row['app 503']} 503 from the service outside a PostgreSQL outage")
-        if (row["balancer 5xx"] or row["aborted"]) and name not in ("web pod SIGKILL", "PostgreSQL restart"):
-            failures.append(f"{name}: {row['balancer 5xx']} balancer errors, {row['aborted']} aborted requests")
+        if row["balancer 5xx"] and name not in ("web pod SIGKILL", *DATABASE_FAULTS):
+            failures.append(f"{name}: {row['balancer 5xx']} balancer errors")
+        if row["aborted"] and name not in ("web pod SIGKILL", "PostgreSQL restart", "PgBouncer restart"):
+            failures.append(f"{name}: {row['aborted']} aborted requests")
+        if row["409 in use without Retry-After"]:
+            failures.append(
+                f"{name}: {row['409 in use without Retry-After']} 409 idempotency_key_in_use without Retry-After"
+            )
+        if row["write after fault s"] > WRITE_SECONDS:
+            failures.append(
+                f"{name}: a write took {row['write after fault s']:.1f} s after the fault's end to complete "
+                f"(more than {WRITE_SECONDS} s; {row['max write s']:.1f} s from its first try)"
+            )
+        if name == "full disk" and (row["dup webhooks"] or row["dup SMS"]):
+            failures.append(
+                f"{name}: {row['dup webhooks']} webhooks and {row['dup SMS']} SMS sent again (their outcome "
+                "could not be recorded)"
+            )
     booked = {b.key: b.appointment_id for b in load.bookings if b.outcome == "booked"}
     for key, ids in state["by_key"].items():
         if len(ids) > 1:
@@ -569,9 +716,10 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
     return failures
 
 
-COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "unavailable s", "back after s"]
-COLUMNS += ["max latency s"]
-COLUMNS += ["bookings", "retried", "max webhook delay s"]
+COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "409 in use", "unavailable s"]
+COLUMNS += ["back after s", "max latency s"]
+COLUMNS += ["bookings", "retried", "max write s", "write after fault s", "max webhook delay s"]
+COLUMNS += ["dup webhooks", "dup SMS"]
 
 
 def report(figures: dict[str, dict[str, Any]], totals: dict[str, Any], failures: list[str]) -> str:
@@ -629,7 +777,8 @@ def main() -> int:
         supervisor_stop.set()
         supervisor.join(5)
         rows = {
-            name: phase_figures(load, deployment.receiver, name, figures[name]["started"]) | figures[name]
+            name: phase_figures(load, deployment.receiver, name, figures[name]["started"], figures[name]["cleared"])
+            | figures[name]
             for name in figures
         }
         booked = [b for b in load.bookings if b.outcome == "booked"]

@@ -64,7 +64,7 @@ def _json_shutdown_lines(**kwargs: Any) -> None:
         record = logging.LogRecord("celery.worker", logging.WARNING, __file__, 0, "%s", (message,), None)
         print(formatter.format(record), file=f, flush=True)
 
-    celery.apps.worker.safe_say = json_say
+    celery.apps.worker.safe_say = json_say  # type: ignore[attr-defined]
 
 
 # A span per task run when OpenTelemetry is on (clinic.tracing); by task id, since a thread pool runs several.

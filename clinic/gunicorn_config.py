@@ -43,6 +43,7 @@ def log_format() -> str:
     load_dotenv(os.environ.get("ENV_FILE", Path(__file__).resolve().parent.parent / ".env"), override=False)
     return env_str("LOG_FORMAT", default="text" if env_bool("DEBUG", default=False) else "json")
 
+
 access_log_format = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
 
 # Atoms that carry the query string, a referring URL, credentials or cookies, in whatever format an operator

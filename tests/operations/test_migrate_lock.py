@@ -84,7 +84,9 @@ def _two_migrate_roles_at_once(database_url: str, transaction_pooling: bool) -> 
 def _check(results: list[tuple[int, list[dict[str, Any]]]], database_url: str) -> None:
     assert [code for code, _ in results] == [0, 0], results
     messages = [[line["message"] for line in lines] for _, lines in results]
-    applied = sorted(int(next(m for m in ms if m.startswith("migrations applied: ")).rpartition(" ")[2]) for ms in messages)
+    applied = sorted(
+        int(next(m for m in ms if m.startswith("migrations applied: ")).rpartition(" ")[2]) for ms in messages
+    )
     with psycopg.connect(database_url, prepare_threshold=None) as connection:
         rows = connection.execute("SELECT app, name, count(*) FROM django_migrations GROUP BY app, name").fetchall()
     assert applied == [0, len(rows)], messages  # one applied everything, the other waited and found nothing

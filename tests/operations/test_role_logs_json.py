@@ -78,7 +78,10 @@ def test_every_line_of_every_role_is_json_and_a_clean_start_logs_no_error(privat
         # Celery warns about running as root (the image runs as uid 10001, so production never sees it).
         env["PYTHONWARNINGS"] = "ignore:You're running the worker with superuser privileges"
     with tempfile.TemporaryDirectory() as folder:
-        logs = {role: Path(folder) / f"{role}.log" for role in ("migrate", "web", "worker", "beat", "hl7-listener", "dicom-worklist")}
+        logs = {
+            role: Path(folder) / f"{role}.log"
+            for role in ("migrate", "web", "worker", "beat", "hl7-listener", "dicom-worklist")
+        }
         migrate = subprocess.run(  # noqa: S603 - the image's entrypoint with a fixed role
             [str(ROOT / "docker" / "entrypoint.sh"), "migrate"], cwd=ROOT, env=env, capture_output=True, timeout=300
         )
@@ -102,7 +105,12 @@ def test_every_line_of_every_role_is_json_and_a_clean_start_logs_no_error(privat
             _wait("hl7-listener", lambda: _listening(hl7_port), processes)
             _wait("dicom-worklist", lambda: _listening(dicom_port), processes)
             _wait("worker ready", lambda: " ready." in logs["worker"].read_text(), processes)
-            _wait("beat ticking", lambda: "Scheduler" in logs["beat"].read_text() or "beat" in logs["beat"].read_text(), processes, 30)
+            _wait(
+                "beat ticking",
+                lambda: "Scheduler" in logs["beat"].read_text() or "beat" in logs["beat"].read_text(),
+                processes,
+                30,
+            )
             assert requests.get(f"{base}/readyz", timeout=5).status_code == 200
             assert requests.get(f"{base}/api/v1/patients", params={"search": "Kavitha"}, timeout=5).status_code == 401
             assert requests.get(f"{base}/no-such-page", timeout=5).status_code == 404
@@ -124,7 +132,8 @@ def test_every_line_of_every_role_is_json_and_a_clean_start_logs_no_error(privat
                 record = json.loads(line)
             except json.JSONDecodeError:
                 raise AssertionError(f"{role} wrote a line that is not JSON: {line!r}") from None
-            assert isinstance(record, dict) and {"time", "level", "message"} <= set(record), (role, line)
+            assert isinstance(record, dict), (role, line)
+            assert {"time", "level", "message"} <= set(record), (role, line)
             assert record["level"] not in ("ERROR", "CRITICAL"), (role, line)
             assert "Kavitha" not in line, (role, line)
     access = [json.loads(line) for line in lines["web"] if '"gunicorn.access"' in line]

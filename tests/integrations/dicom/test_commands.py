@@ -127,6 +127,7 @@ def test_the_dicom_worklist_command_serves_and_stops_on_sigterm(world: Any, dcmt
         started = time.monotonic()
         assert server.wait(30) == 0
     assert time.monotonic() - started < 10
-    assert server.stdout is not None and server.stdout.read() == ""
+    assert server.stdout is not None
+    assert server.stdout.read() == ""
     messages = [json.loads(line)["message"] for line in server.stderr.read().splitlines()]
     assert messages[-1] == "DICOM worklist stopped"

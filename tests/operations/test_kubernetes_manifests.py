@@ -279,3 +279,18 @@ def test_pgbouncer_is_tuned_for_recovery(production: dict[Any, Any]) -> None:
     from clinic.management.commands.migrate_locked import KEEPALIVE_SECONDS
 
     assert int(env["IDLE_TRANSACTION_TIMEOUT"]) > 4 * KEEPALIVE_SECONDS
+
+
+def test_compose_runs_pgbouncer_with_the_manifests_recovery_settings(production: dict[Any, Any]) -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    manifest = {e["name"]: e.get("value") for e in _pod(production[("Deployment", "pgbouncer")])["containers"][0]["env"]}
+    local = compose["pgbouncer"]["environment"]
+    for name, value in manifest.items():
+        if name.startswith(("SERVER_", "QUERY_", "IDLE_")) or name in ("POOL_MODE", "MAX_PREPARED_STATEMENTS"):
+            assert local[name] == value, name
+    # The roles through it, in transaction mode; migrate straight to PostgreSQL (DDL on one session).
+    assert compose["web"]["environment"]["DATABASE_URL"].endswith("@pgbouncer:6432/clinic")
+    assert compose["web"]["environment"]["DATABASE_TRANSACTION_POOLING"] == "true"
+    assert compose["migrate"]["environment"]["DATABASE_URL"].endswith("@postgres:5432/clinic")
+    for role in ("worker", "export-worker", "beat"):
+        assert compose[role]["healthcheck"]["test"] == ["CMD", "python", "clinic/liveness_probe.py", role]

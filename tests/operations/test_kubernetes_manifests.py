@@ -283,7 +283,9 @@ def test_pgbouncer_is_tuned_for_recovery(production: dict[Any, Any]) -> None:
 
 def test_compose_runs_pgbouncer_with_the_manifests_recovery_settings(production: dict[Any, Any]) -> None:
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
-    manifest = {e["name"]: e.get("value") for e in _pod(production[("Deployment", "pgbouncer")])["containers"][0]["env"]}
+    manifest = {
+        e["name"]: e.get("value") for e in _pod(production[("Deployment", "pgbouncer")])["containers"][0]["env"]
+    }
     local = compose["pgbouncer"]["environment"]
     for name, value in manifest.items():
         if name.startswith(("SERVER_", "QUERY_", "IDLE_")) or name in ("POOL_MODE", "MAX_PREPARED_STATEMENTS"):

@@ -63,7 +63,11 @@ class Postgres:
         self.log = self.folder / "postgres.log"
         self.port = port
         self.url = f"postgresql://postgres@127.0.0.1:{port}/clinic"
-        self.options = f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c fsync=off"
+        # No patient data in PostgreSQL's log (clinic/launch.py POSTGRES_LOG_SETTINGS, docs/operations.md §9).
+        self.options = (
+            f"-p {port} -c listen_addresses=127.0.0.1 -k {self.data} -c fsync=off"
+            " -c log_min_error_statement=panic -c log_error_verbosity=terse"
+        )
         # PostgreSQL refuses to run as root (CI runs as root): then the server runs as the postgres user.
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
@@ -84,19 +88,35 @@ class Postgres:
             self.folder.parent.chmod(0o755)  # mkdtemp's 0700 would keep the postgres user out
             shutil.chown(self.folder, "postgres", "postgres")
 
-    def init(self) -> None:
+    def init(self, tablespace: Path | None = None) -> None:
+        """The cluster and its `clinic` database; with `tablespace` (an empty folder the server may own: a
+        small tmpfs for the full-disk fault) the database's tables and indexes live there, while the WAL
+        stays in the data folder (a full pg_wal is a crash, not the error a full data disk gives)."""
         self._folder()
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
         self.start()
-        self._run(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "clinic")
+        createdb = [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+        if tablespace is not None:
+            self.tablespace = tablespace
+            psql = [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+            self._run(*psql, "-c", f"CREATE TABLESPACE clinic_data LOCATION '{tablespace}'")
+            createdb += ["--tablespace", "clinic_data"]
+        self._run(*createdb, "clinic")
+
+    tablespace: Path | None = None
 
     def init_standby(self, primary: Postgres) -> None:
         """A hot standby streaming from `primary` (pg_basebackup -R: standby.signal and primary_conninfo;
-        initdb's pg_hba.conf already trusts replication connections from 127.0.0.1)."""
+        initdb's pg_hba.conf already trusts replication connections from 127.0.0.1). The primary's
+        tablespace is copied to a folder of the standby's own (the same host: -T old=new)."""
         self._folder()
+        mapping = []
+        if primary.tablespace is not None:
+            copy = self.folder / "tablespace"
+            mapping = ["-T", f"{primary.tablespace}={copy}"]
         self._run(
             *(str(PG_BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"),
-            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast"),
+            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast", *mapping),
         )
         self.start()
 
@@ -110,6 +130,138 @@ class Postgres:
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError):
             self._ctl("-m", "immediate", "-w", "stop")
+
+
+# The PgBouncer settings of deploy/kubernetes/base/pgbouncer.yaml that are not about where it runs: the suite
+# and tests/operations/test_migrate_lock.py run the manifests' own tuning, read from the manifest itself.
+_NOT_INI = {"DATABASE_URL", "LISTEN_PORT", "AUTH_TYPE"}
+
+
+def manifest_pgbouncer_settings() -> dict[str, str]:
+    """pgbouncer.ini keys and values from the env of the manifest's PgBouncer container (the image writes
+    each NAME as `name = value`)."""
+    import yaml
+
+    manifest = ROOT / "deploy" / "kubernetes" / "base" / "pgbouncer.yaml"
+    deployment = next(doc for doc in yaml.safe_load_all(manifest.read_text()) if doc and doc["kind"] == "Deployment")
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    settings = {e["name"].lower(): str(e["value"]) for e in env if e["name"] not in _NOT_INI and "value" in e}
+    # Debian 12's PgBouncer is 1.18: max_prepared_statements came in 1.21 (the image's is 1.24), and its
+    # value in the manifest, 0, is what an older PgBouncer does anyway (no prepared statement tracking).
+    if _pgbouncer_version() < (1, 21) and settings.get("max_prepared_statements") == "0":
+        del settings["max_prepared_statements"]
+    return settings
+
+
+def _pgbouncer_version() -> tuple[int, ...]:
+    first = subprocess.run(["pgbouncer", "--version"], capture_output=True, text=True, check=True).stdout.split()
+    return tuple(int(part) for part in first[1].split("."))
+
+
+class PgBouncer:
+    """PgBouncer (the machine's, Debian's package) between the roles and `upstream`, with the manifests'
+    settings; trust authentication on 127.0.0.1 (the upstream cluster trusts 127.0.0.1 too). As root it
+    drops to the postgres user (PgBouncer refuses to run as root)."""
+
+    def __init__(self, folder: Path, port: int, upstream_port: int, overrides: dict[str, str] | None = None) -> None:
+        self.folder = folder / f"pgbouncer-{port}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.port = port
+        self.log = self.folder / "pgbouncer.log"
+        settings = (
+            manifest_pgbouncer_settings()
+            | {
+                "listen_addr": "127.0.0.1",
+                "listen_port": str(port),
+                "unix_socket_dir": "",
+                "auth_type": "trust",
+                "auth_file": str(self.folder / "userlist.txt"),
+                "admin_users": "postgres",
+                "ignore_startup_parameters": "extra_float_digits",
+                "pidfile": str(self.folder / "pgbouncer.pid"),
+            }
+            | (overrides or {})
+        )
+        (self.folder / "userlist.txt").write_text('"postgres" ""\n')
+        lines = ["[databases]", f"* = host=127.0.0.1 port={upstream_port}", "", "[pgbouncer]"]
+        lines += [f"{key} = {value}" for key, value in settings.items()]
+        self.config = self.folder / "pgbouncer.ini"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            os.chmod(folder, 0o755)  # noqa: S103 - the postgres user must reach its files (as Postgres does)
+            for path in (self.folder, *self.folder.iterdir()):
+                shutil.chown(path, "postgres", "postgres")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def url(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        command = ["pgbouncer", *(["-u", "postgres"] if self.as_root else []), str(self.config)]
+        self.process = subprocess.Popen(command, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        wait_until(f"pgbouncer on {self.port}", lambda: _accepts(self.port), 10, interval=0.05)
+
+    def stop(self) -> None:
+        """SIGTERM: PgBouncer closes every client and server connection at once (a pod's end)."""
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class SmallDisk:
+    """A tmpfs of `megabytes` mounted in `folder` (root only: `mount -t tmpfs`), with a folder `data` in it
+    that the server may own: PostgreSQL's tablespace for the full-disk fault. fill() writes a file until the
+    disk is full (what a runaway log or a bulk load does), free() deletes it."""
+
+    def __init__(self, folder: Path, megabytes: int) -> None:
+        self.mount = folder / "small-disk"
+        self.data = self.mount / "data"
+        self.filler = self.mount / "filler"
+        self.megabytes = megabytes
+        self.mounted = False
+
+    @staticmethod
+    def available() -> bool:
+        return os.geteuid() == 0 and shutil.which("mount") is not None
+
+    def create(self) -> None:
+        self.mount.mkdir()
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.megabytes}m,mode=0755", "tmpfs", str(self.mount)],
+            check=True,
+            capture_output=True,
+        )
+        self.mounted = True
+        self.data.mkdir(mode=0o700)
+        shutil.chown(self.data, "postgres", "postgres")
+
+    def fill(self) -> int:
+        """Bytes written until ENOSPC."""
+        written = 0
+        chunk = b"\0" * (1 << 20)
+        with self.filler.open("wb", buffering=0) as handle:
+            while True:
+                try:
+                    written += handle.write(chunk)
+                except OSError:
+                    break
+        return written
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.mount)], check=False, capture_output=True)
+            self.mounted = False
 
 
 class Redis:
@@ -272,7 +424,7 @@ class Receiver:
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 if self.path.startswith("/sms"):
                     with receiver.lock:
-                        receiver.sms.append(json.loads(body))
+                        receiver.sms.append(json.loads(body) | {"at": time.monotonic()})
                     answer = json.dumps({"id": f"sms-{len(receiver.sms)}"}).encode()
                     self._answer(200, answer)
                     return

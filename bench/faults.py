@@ -4,22 +4,28 @@ purpose under load, and the right-hand column of issue 20's table asserted.
     .venv/bin/python bench/faults.py [--keep] [--output bench/results/faults.md]
 
 It starts everything itself, on free ports, in a temporary folder (never the shared PostgreSQL or Redis):
-a PostgreSQL 15 cluster (initdb, pg_ctl) and a streaming replica of it (pg_basebackup -R) that the web roles
-read lists from (DATABASE_REPLICA_URL), a Redis, the `migrate` role, two `web` roles (gunicorn) behind
-haproxy, two `worker` roles and `beat` (all through docker/entrypoint.sh with DEBUG off), and a receiver
-for webhooks and SMS. Four client threads book appointments (each POST with an Idempotency-Key, retried
+a PostgreSQL 15 cluster (initdb, pg_ctl) whose database lives in a tablespace on a small tmpfs (as root) and
+a streaming replica of it (pg_basebackup -R) that the web roles read lists from (DATABASE_REPLICA_URL),
+PgBouncer in transaction mode with the manifests' settings between the roles and PostgreSQL (issue 35: the
+topology production runs), a Redis, the `migrate` role (straight to PostgreSQL), two `web` roles (gunicorn)
+behind haproxy, two `worker` roles and `beat` (all through docker/entrypoint.sh with DEBUG off), and a
+receiver for webhooks and SMS. Four client threads book appointments (each POST with an Idempotency-Key, retried
 with the same key after a balancer error or a 503, as a well-behaved client does) and read lists, search
 and details through haproxy while the suite injects, one after another:
 
-    worker SIGKILL, Redis stopped 20 s, PostgreSQL restart, web pod SIGKILL, rolling restart (SIGTERM to
+    worker SIGKILL, Redis stopped 20 s, PostgreSQL restart (behind PgBouncer), PgBouncer restart, full disk
+    (the tablespace's tmpfs filled for 15 s, then freed), web pod SIGKILL, rolling restart (SIGTERM to
     each gunicorn master in turn), webhook receiver down 3 s, beat stopped 20 s
 
-and then asserts: no 500 ever; 503 (with Retry-After) only while PostgreSQL restarts; a balancer error
-(a request cut) only when a web pod is SIGKILLed; none at all during the rolling restart; every booking
+and then asserts: no 500 ever; 503 (with Retry-After) only during the database faults, and a 409
+idempotency_key_in_use always with Retry-After; every retried write answered within 10 s of its fault's
+end; no webhook or SMS sent twice because a database fault kept its outcome from being recorded; a
+balancer error (a request cut) only when a web pod is SIGKILLed or the database path restarts; none at all
+during the rolling restart; every role's log line JSON; every booking
 exactly once (none lost, none duplicated) and token numbers gap-free; every booked appointment's webhook
 and SMS delivered; an audit row for every request the service answered; beat alive again after its
 outage; the replica served the lists and holds every booking. It prints a table of figures per fault, writes it to bench/results/faults.md, and exits 1 when an
-assertion fails. About 4 minutes on the shared 2-core machine.
+assertion fails. About 5 minutes on the shared 2-core machine.
 """
 
 from __future__ import annotations
@@ -47,12 +53,27 @@ from typing import Any
 import psycopg
 import requests
 from cryptography.fernet import Fernet
-from fault_services import ROOT, Haproxy, Postgres, Receiver, Redis, Role, free_port, http_status, wait_until
+from fault_services import (
+    ROOT,
+    Haproxy,
+    PgBouncer,
+    Postgres,
+    Receiver,
+    Redis,
+    Role,
+    SmallDisk,
+    free_port,
+    http_status,
+    wait_until,
+)
 
 RESULTS = ROOT / "bench" / "results"
 BOOKERS = 4
 PACE_SECONDS = 0.15  # each client thread's pause between requests: a bounded load, not a benchmark
 GIVE_UP_SECONDS = 90  # a booking still unresolved after this is a failure
+WRITE_SECONDS = 10  # CONTRACT section 23: every retried write completes within 10 s (of its fault's end)
+DISK_FULL_SECONDS = 15
+SMALL_DISK_MB = 384
 
 
 @dataclass
@@ -65,6 +86,7 @@ class Sample:
     retry_after: str | None
     seconds: float
     request_id: str
+    code: str | None = None  # a 409's problem code
 
 
 @dataclass
@@ -73,7 +95,9 @@ class Booking:
     phase: str
     outcome: str = "pending"  # booked | conflict | failed
     appointment_id: str | None = None
+    started_at: float = 0.0
     booked_at: float = 0.0
+    resolved_at: float = 0.0  # a definite answer: 201 (booked) or 409 conflict
     tries: int = 0
     replayed: bool = False
 
@@ -90,6 +114,19 @@ class Load:
     bookings: list[Booking] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    timeline: list[tuple[float, str]] = field(default_factory=list)  # (when, phase) at each change
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.timeline.append((time.monotonic(), phase))
+
+    def phase_at(self, moment: float) -> str:
+        current = "warm-up"
+        for started, phase in self.timeline:
+            if started > moment:
+                break
+            current = phase
+        return current
 
     def request(self, session: requests.Session, kind: str, method: str, path: str, **kwargs: Any) -> Sample:
         request_id = f"flt-{uuid.uuid4().hex[:20]}"
@@ -108,6 +145,9 @@ class Load:
             seconds=time.monotonic() - started,
             request_id=request_id,
         )
+        if response is not None and response.status_code == 409:
+            with contextlib.suppress(ValueError, AttributeError):
+                sample.code = response.json().get("code")
         sample.response = response  # type: ignore[attr-defined]
         with self.lock:
             self.samples.append(sample)
@@ -129,7 +169,7 @@ class Load:
         raise RuntimeError(f"no token: {token.status_code} {token.text[:300]}")
 
     def book(self, session: requests.Session, body: dict[str, Any]) -> Booking:
-        booking = Booking(key=str(uuid.uuid4()), phase=self.phase)
+        booking = Booking(key=str(uuid.uuid4()), phase=self.phase, started_at=time.monotonic())
         body = body | {"notes": f"faults {booking.key}"}
         deadline = time.monotonic() + GIVE_UP_SECONDS
         while time.monotonic() < deadline:
@@ -141,13 +181,16 @@ class Load:
             if sample.status == 201 and response is not None:
                 booking.outcome, booking.appointment_id = "booked", response.json()["appointment_id"]
                 booking.booked_at, booking.replayed = time.monotonic(), "Idempotent-Replayed" in response.headers
+                booking.resolved_at = booking.booked_at
                 break
             code = response.json().get("code") if response is not None and sample.status == 409 else None
             if sample.status == 409 and code != "idempotency_key_in_use":
                 booking.outcome = "conflict"  # the slot or the patient's time is taken: a definite answer
+                booking.resolved_at = time.monotonic()
                 break
             if sample.status in (0, 409, 502, 503, 504):  # retry, same key: executed at most once
-                time.sleep(min(float(sample.retry_after or 0.5), 5.0) if sample.status == 503 else 0.5)
+                # After Retry-After when given (503, and a 409 idempotency_key_in_use), at most 5 s.
+                time.sleep(min(float(sample.retry_after or 0.5), 5.0) if sample.status in (409, 503) else 0.5)
                 continue
             self.errors.append(f"booking answered {sample.status}: {response.text[:300] if response else ''}")
             booking.outcome = "failed"
@@ -206,6 +249,12 @@ class Deployment:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.postgres = Postgres(folder, free_port(55440, 55499))
+        # The roles reach PostgreSQL through PgBouncer in transaction mode with the manifests' settings
+        # (deploy/kubernetes/base/pgbouncer.yaml), as production does; migrate and the suite's own
+        # commands and checks go straight to PostgreSQL (database-url-direct).
+        self.pgbouncer = PgBouncer(folder, free_port(56700, 56799), self.postgres.port)
+        # The database's tables on a small tmpfs, for the full-disk fault (root only: mount).
+        self.disk = SmallDisk(folder, SMALL_DISK_MB) if SmallDisk.available() else None
         # The web pods read lists and searches from a streaming replica (DATABASE_REPLICA_URL, clinic/replica.py).
         self.replica = Postgres(folder, free_port(self.postgres.port + 1, 55499), name="replica")
         self.redis = Redis(folder, free_port(56380, 56399))
@@ -236,7 +285,8 @@ class Deployment:
             "DEBUG": "false",
             "SECRET_KEY": secrets.token_urlsafe(50),
             "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
-            "DATABASE_URL": self.postgres.url,
+            "DATABASE_URL": self.pgbouncer.url("clinic"),
+            "DATABASE_TRANSACTION_POOLING": "true",
             "REDIS_URL": self.redis.url,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECURE_COOKIES": "false",
@@ -257,22 +307,45 @@ class Deployment:
             "NOTIFICATION_CLAIM_LEASE_SECONDS": "40",
             "IDEMPOTENCY_STALE_AFTER_SECONDS": "15",
             "PYTHONDONTWRITEBYTECODE": "1",
+            # Celery's warning about running as root (CI runs as root; the image as uid 10001) is not a log line.
+            **(
+                {"PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges"}
+                if os.geteuid() == 0
+                else {}
+            ),
         }
+
+    @property
+    def direct_env(self) -> dict[str, str]:
+        """The migrate role's and the suite's own commands': straight to PostgreSQL."""
+        return self.env | {"DATABASE_URL": self.postgres.url, "DATABASE_TRANSACTION_POOLING": "false"}
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.direct_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if result.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)}: {result.stderr[-2000:]}")
         return result.stdout
 
     def up(self) -> dict[str, Any]:
-        self.postgres.init()
+        if self.disk is not None:
+            self.disk.create()
+        self.postgres.init(tablespace=self.disk.data if self.disk is not None else None)
+        self.pgbouncer.start()
         self.redis.start()
         self.receiver.start()
         subprocess.run(
-            [str(ROOT / "docker" / "entrypoint.sh"), "migrate"], cwd=ROOT, env=self.env, check=True, capture_output=True
+            [str(ROOT / "docker" / "entrypoint.sh"), "migrate"],
+            cwd=ROOT,
+            env=self.direct_env,
+            check=True,
+            capture_output=True,
         )
         manifest = json.loads(self.manage("seed_demo", "--json"))
         client = json.loads(
@@ -320,8 +393,11 @@ class Deployment:
                 role.kill()
         self.receiver.stop()
         self.redis.stop()
+        self.pgbouncer.stop()
         self.replica.stop()
         self.postgres.stop()
+        if self.disk is not None:
+            self.disk.remove()
 
 
 # --- The faults: each returns its own figures ------------------------------------------------------------
@@ -345,8 +421,38 @@ def postgres_restart(d: Deployment) -> dict[str, Any]:
     started = time.monotonic()
     d.postgres.restart()
     restart = time.monotonic() - started
+    cleared = time.monotonic()
     ready = d.wait_ready("web1", 60)
-    return {"note": f"pg_ctl restart -m fast took {restart:.1f} s; web1 ready {ready:.1f} s later"}
+    return {
+        "note": f"pg_ctl restart -m fast behind PgBouncer took {restart:.1f} s; web1 ready {ready:.1f} s later",
+        "cleared": cleared,
+    }
+
+
+def pgbouncer_restart(d: Deployment) -> dict[str, Any]:
+    d.pgbouncer.stop()  # SIGTERM: every client and server connection closed at once, transactions cut
+    time.sleep(1)
+    d.pgbouncer.start()
+    cleared = time.monotonic()
+    ready = d.wait_ready("web1", 60)
+    return {
+        "note": f"PgBouncer stopped (SIGTERM), started 1 s later; web1 ready {ready:.1f} s later",
+        "cleared": cleared,
+    }
+
+
+def disk_full(d: Deployment) -> dict[str, Any]:
+    if d.disk is None:
+        return {"note": "skipped: not root (the small disk is a tmpfs mount)", "cleared": time.monotonic()}
+    written = d.disk.fill()
+    time.sleep(DISK_FULL_SECONDS)
+    d.disk.free()
+    cleared = time.monotonic()
+    return {
+        "note": f"the tablespace's {SMALL_DISK_MB} MB tmpfs filled ({written >> 20} MB written) for "
+        f"{DISK_FULL_SECONDS} s under load, then freed",
+        "cleared": cleared,
+    }
 
 
 def web_kill(d: Deployment) -> dict[str, Any]:
@@ -387,6 +493,8 @@ FAULTS: list[tuple[str, Callable[[Deployment], dict[str, Any]]]] = [
     ("worker SIGKILL", worker_kill),
     ("Redis down 20 s", redis_outage),
     ("PostgreSQL restart", postgres_restart),
+    ("PgBouncer restart", pgbouncer_restart),
+    ("full disk", disk_full),
     ("web pod SIGKILL", web_kill),
     ("rolling restart", rolling_restart),
     ("receiver down 3 s", receiver_outage),
@@ -396,6 +504,8 @@ STEADY_SECONDS = 4
 
 
 SUPERVISED = ("worker1", "worker2", "beat")
+# The faults during which the service may answer 503 (with Retry-After) and haproxy may take pods out.
+DATABASE_FAULTS = ("PostgreSQL restart", "PgBouncer restart", "full disk")
 
 
 def supervise(d: Deployment, stop: threading.Event, restarts: list[str]) -> None:
@@ -416,11 +526,14 @@ def run_faults(d: Deployment, load: Load) -> dict[str, dict[str, Any]]:
     time.sleep(STEADY_SECONDS + 2)
     for name, fault in FAULTS:
         print(f"[faults] {name}", flush=True)
-        load.phase = name
+        load.enter(name)
         started = time.monotonic()
-        figures[name] = fault(d) | {"seconds": time.monotonic() - started, "started": started}
+        result = fault(d)
+        figures[name] = (
+            {"cleared": time.monotonic()} | result | {"seconds": time.monotonic() - started, "started": started}
+        )
         time.sleep(STEADY_SECONDS)  # the aftermath belongs to the fault
-        load.phase = "steady"
+        load.enter("steady")
         time.sleep(2)
     return figures
 
@@ -489,7 +602,9 @@ def settle(d: Deployment, load: Load, timeout: float) -> tuple[dict[str, Any], f
         time.sleep(2)
 
 
-def phase_figures(load: Load, receiver: Receiver, name: str, started: float | None = None) -> dict[str, Any]:
+def phase_figures(
+    load: Load, receiver: Receiver, name: str, started: float | None = None, cleared_at: float | None = None
+) -> dict[str, Any]:
     samples = [s for s in load.samples if s.phase == name]
     bad = [s for s in samples if not 200 <= s.status < 300 and s.status != 409]
     first_hook: dict[str, float] = {}
@@ -506,6 +621,25 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
     back = min(
         (s.at + s.seconds for s in samples if 200 <= s.status < 300 and last_bad and s.at > last_bad), default=None
     )
+    bookings = [b for b in load.bookings if b.phase == name and b.resolved_at]
+    cleared = max(started or 0.0, cleared_at or 0.0)
+    with receiver.lock:
+        webhooks = [w for w in receiver.webhooks if w["valid"]]
+        sms = list(receiver.sms)
+    # A send repeated (the same webhook id, the same SMS to the same number) counts against the phase of its
+    # first send: that is when its outcome failed to be recorded; the repeat comes a claim lease later.
+    first_by_id: dict[str, float] = {}
+    dup_hooks = 0
+    for w in webhooks:
+        first = first_by_id.setdefault(w["webhook_id"], w["at"])
+        if first != w["at"] and load.phase_at(first) == name:
+            dup_hooks += 1
+    first_sms: dict[tuple[str, str], float] = {}
+    dup_sms = 0
+    for m in sms:
+        first = first_sms.setdefault((m.get("to", ""), m.get("message", "")), m["at"])
+        if first != m["at"] and load.phase_at(first) == name:
+            dup_sms += 1
     return {
         "requests": len(samples),
         "back after s": (back - started) if back is not None and started is not None else 0.0,
@@ -513,6 +647,10 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
         "500": sum(1 for s in samples if s.status == 500),
         "app 503": sum(1 for s in samples if s.status == 503 and s.from_app),
         "503 without Retry-After": sum(1 for s in samples if s.status == 503 and not s.retry_after),
+        "409 in use": sum(1 for s in samples if s.status == 409 and s.code == "idempotency_key_in_use"),
+        "409 in use without Retry-After": sum(
+            1 for s in samples if s.status == 409 and s.code == "idempotency_key_in_use" and not s.retry_after
+        ),
         "balancer 5xx": sum(1 for s in samples if s.status >= 500 and not s.from_app),
         "aborted": sum(1 for s in samples if s.status == 0),
         "unavailable s": (max(s.at + s.seconds for s in bad) - min(s.at for s in bad)) if bad else 0.0,
@@ -520,7 +658,30 @@ def phase_figures(load: Load, receiver: Receiver, name: str, started: float | No
         "bookings": sum(1 for b in load.bookings if b.phase == name and b.outcome == "booked"),
         "retried": sum(1 for b in load.bookings if b.phase == name and b.tries > 1),
         "max webhook delay s": max(delays, default=0.0),
+        # From a booking's first try to its definite answer (201 or conflict)...
+        "max write s": max((b.resolved_at - b.started_at for b in bookings), default=0.0),
+        # ...and from the later of its first try and the fault's end (PostgreSQL, PgBouncer, disk back).
+        "write after fault s": max((b.resolved_at - max(b.started_at, cleared) for b in bookings), default=0.0),
+        "dup webhooks": dup_hooks,
+        "dup SMS": dup_sms,
     }
+
+
+def non_json_lines(folder: Path) -> dict[str, int]:
+    """Lines of the roles' output that are not one JSON object (CONTRACT section 23: every line, DEBUG off)."""
+    counts: dict[str, int] = {}
+    for log in sorted(folder.glob("*.log")):
+        if log.stem in ("redis", "haproxy"):
+            continue
+        bad = 0
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                bad += not isinstance(json.loads(line), dict)
+            except ValueError:
+                bad += 1
+        if bad:
+            counts[log.stem] = bad
+    return counts
 
 
 def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[str, dict[str, Any]]) -> list[str]:
@@ -530,10 +691,26 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
             failures.append(f"{name}: {row['500']} responses 500")
         if row["503 without Retry-After"]:
             failures.append(f"{name}: {row['503 without Retry-After']} 503 without Retry-After")
-        if row["app 503"] and name != "PostgreSQL restart":
+        if row["app 503"] and name not in DATABASE_FAULTS:
             failures.append(f"{name}: {row['app 503']} 503 from the service outside a PostgreSQL outage")
-        if (row["balancer 5xx"] or row["aborted"]) and name not in ("web pod SIGKILL", "PostgreSQL restart"):
-            failures.append(f"{name}: {row['balancer 5xx']} balancer errors, {row['aborted']} aborted requests")
+        if row["balancer 5xx"] and name not in ("web pod SIGKILL", *DATABASE_FAULTS):
+            failures.append(f"{name}: {row['balancer 5xx']} balancer errors")
+        if row["aborted"] and name not in ("web pod SIGKILL", "PostgreSQL restart", "PgBouncer restart"):
+            failures.append(f"{name}: {row['aborted']} aborted requests")
+        if row["409 in use without Retry-After"]:
+            failures.append(
+                f"{name}: {row['409 in use without Retry-After']} 409 idempotency_key_in_use without Retry-After"
+            )
+        if row["write after fault s"] > WRITE_SECONDS:
+            failures.append(
+                f"{name}: a write took {row['write after fault s']:.1f} s after the fault's end to complete "
+                f"(more than {WRITE_SECONDS} s; {row['max write s']:.1f} s from its first try)"
+            )
+        if name in DATABASE_FAULTS and (row["dup webhooks"] or row["dup SMS"]):
+            failures.append(
+                f"{name}: {row['dup webhooks']} webhooks and {row['dup SMS']} SMS sent again (their outcome "
+                "could not be recorded)"
+            )
     booked = {b.key: b.appointment_id for b in load.bookings if b.outcome == "booked"}
     for key, ids in state["by_key"].items():
         if len(ids) > 1:
@@ -569,9 +746,10 @@ def check(load: Load, state: dict[str, Any], receiver: Receiver, figures: dict[s
     return failures
 
 
-COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "unavailable s", "back after s"]
-COLUMNS += ["max latency s"]
-COLUMNS += ["bookings", "retried", "max webhook delay s"]
+COLUMNS = ["requests", "ok", "500", "app 503", "balancer 5xx", "aborted", "409 in use", "unavailable s"]
+COLUMNS += ["back after s", "max latency s"]
+COLUMNS += ["bookings", "retried", "max write s", "write after fault s", "max webhook delay s"]
+COLUMNS += ["dup webhooks", "dup SMS"]
 
 
 def report(figures: dict[str, dict[str, Any]], totals: dict[str, Any], failures: list[str]) -> str:
@@ -584,9 +762,14 @@ def report(figures: dict[str, dict[str, Any]], totals: dict[str, Any], failures:
         f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores (shared): two gunicorn",
         "pods (2 workers x 2 threads) behind haproxy, two Celery workers (concurrency 2), beat, a private PostgreSQL 15 with a streaming replica",
         f"and Redis; {BOOKERS} client threads booking with Idempotency-Key and reading lists, search and details.",
+        "Every role reaches PostgreSQL through PgBouncer (transaction mode, deploy/kubernetes/base/pgbouncer.yaml's",
+        "settings); the database's tables live in a tablespace on a small tmpfs (the full-disk fault).",
         "Each row: the fault and the 4 s after it. `unavailable s`: first to last non-2xx/409 answer; `back after s`:",
         "from the fault to the first 2xx after the last failure (clients wait out Retry-After: 5 s);",
-        "`max webhook delay s`: booking's 201 to the receiver's first valid delivery, for bookings made then.",
+        "`409 in use`: retries refused with idempotency_key_in_use; `max write s`: a booking's first try to its",
+        "definite answer (201 or conflict); `write after fault s`: the same from the fault's end (PostgreSQL, PgBouncer",
+        "or the disk back) when later; `max webhook delay s`: booking's 201 to the receiver's first valid delivery,",
+        "for bookings made then; `dup webhooks`/`dup SMS`: sends repeated, counted in the phase of the first send.",
         "",
         "| fault | " + " | ".join(COLUMNS) + " | what was done |",
         "|---|" + "---|" * (len(COLUMNS) + 1),
@@ -629,7 +812,8 @@ def main() -> int:
         supervisor_stop.set()
         supervisor.join(5)
         rows = {
-            name: phase_figures(load, deployment.receiver, name, figures[name]["started"]) | figures[name]
+            name: phase_figures(load, deployment.receiver, name, figures[name]["started"], figures[name]["cleared"])
+            | figures[name]
             for name in figures
         }
         booked = [b for b in load.bookings if b.outcome == "booked"]
@@ -650,6 +834,9 @@ def main() -> int:
             "run s": time.monotonic() - started,
         }
         failures = check(load, state, deployment.receiver, rows)
+        not_json = non_json_lines(folder)
+        totals["role log lines not JSON"] = sum(not_json.values())
+        failures += [f"{role}: {count} log lines that are not JSON (DEBUG off)" for role, count in not_json.items()]
         text = report(rows, totals, failures)
         print(text)
         args.output.parent.mkdir(parents=True, exist_ok=True)

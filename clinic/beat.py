@@ -28,7 +28,15 @@ import redis
 from celery.beat import Scheduler
 from django.conf import settings
 
-from clinic.heartbeat import heartbeat_record, heartbeat_remove, interval_seconds, redis_connection, this_host
+from clinic.heartbeat import (
+    heartbeat_record,
+    heartbeat_remove,
+    interval_seconds,
+    local_heartbeat_clear,
+    local_heartbeat_mark,
+    redis_connection,
+    this_host,
+)
 
 logger = logging.getLogger("clinic.beat")
 
@@ -147,12 +155,14 @@ class ClinicScheduler(Scheduler):
             return
         try:
             heartbeat_record(role="beat", node=self.node, connection=connection)
+            local_heartbeat_mark("beat")
             self._last_heartbeat = time.monotonic()
         except redis.RedisError as exc:
             logger.warning("beat heartbeat not recorded: %s", type(exc).__name__)
 
     def close(self) -> None:
         super().close()  # syncs the state first
+        local_heartbeat_clear("beat")
         connection = self._connection()
         if connection is not None:
             try:

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 
 from clinic.heartbeat import WorkerHeartbeat
 from clinic.task_metrics import task_metrics_record
@@ -38,6 +38,33 @@ def task_get(name: str) -> Task:
 
 
 _task_import_lock = threading.Lock()
+
+
+@worker_init.connect
+def _json_shutdown_lines(**kwargs: Any) -> None:
+    """With LOG_FORMAT json (DEBUG off) every line a role writes is a JSON object (docs/operations.md section
+    10). The worker's start banner is off (`celery --quiet`, docker/entrypoint.sh), but Celery prints its
+    shutdown lines ("worker: Warm shutdown (MainProcess)") from the signal handler with `safe_say`, straight
+    to the stream and past logging: written here as the JSON line logging would give, still with a plain
+    print (no logging lock taken inside a signal handler)."""
+    from django.conf import settings
+
+    if settings.LOG_FORMAT != "json":
+        return
+    import logging
+    import sys
+
+    import celery.apps.worker
+
+    from clinic.json_logging import JsonFormatter
+
+    formatter = JsonFormatter()
+
+    def json_say(message: str, f: Any = sys.__stderr__) -> None:
+        record = logging.LogRecord("celery.worker", logging.WARNING, __file__, 0, "%s", (message,), None)
+        print(formatter.format(record), file=f, flush=True)
+
+    celery.apps.worker.safe_say = json_say  # type: ignore[attr-defined]
 
 
 # A span per task run when OpenTelemetry is on (clinic.tracing); by task id, since a thread pool runs several.

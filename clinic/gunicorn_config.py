@@ -11,6 +11,7 @@ audit row, which holds the rest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -22,6 +23,26 @@ from typing import Any
 from gunicorn.glogging import Logger
 
 from clinic.drain import DRAIN_FILE_VARIABLE
+from clinic.json_logging import JsonFormatter
+
+# Gunicorn 23+ opens a control socket for `gunicornc` in $XDG_RUNTIME_DIR or ~/.gunicorn/, and logged
+# `[ERROR] Control server error` at every start where $HOME is read-only (every pod). Nothing here uses it:
+# the kubelet and compose speak signals (SIGTERM drains, below). Off, so a clean start logs no error line,
+# and two web roles on one host (the fault suite) do not fight over one socket path.
+control_socket_disable = True
+
+
+@functools.cache
+def log_format() -> str:
+    """LOG_FORMAT as clinic/settings.py reads it (json unless DEBUG), in the master, which never loads the
+    Django settings: the checkout's .env (ENV_FILE) first, the real environment winning. Read once."""
+    from dotenv import load_dotenv
+
+    from clinic.env import env_bool, env_str
+
+    load_dotenv(os.environ.get("ENV_FILE", Path(__file__).resolve().parent.parent / ".env"), override=False)
+    return env_str("LOG_FORMAT", default="text" if env_bool("DEBUG", default=False) else "json")
+
 
 access_log_format = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
 
@@ -41,6 +62,15 @@ _WITHHELD = (
 
 
 class AccessLogger(Logger):
+    def setup(self, cfg: Any) -> None:
+        """Gunicorn's own lines (starting, booting a worker, a signal, a worker timeout) as JSON objects like
+        every other log line of the service (clinic/json_logging.py) when LOG_FORMAT is json, its default
+        with DEBUG off. The access log keeps its own formatter: access() writes whole lines itself."""
+        super().setup(cfg)
+        if log_format() == "json":
+            for handler in self.error_log.handlers:
+                handler.setFormatter(JsonFormatter())
+
     def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict[str, Any]:
         atoms = super().atoms(resp, req, environ, request_time)
         # The path as sent (still percent-encoded, so a %0a in it cannot start a forged log line).
@@ -55,10 +85,12 @@ class AccessLogger(Logger):
         return atoms
 
     def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
-        """ACCESS_LOG_FORMAT=json: one JSON object per request instead of the text line, with the route's name
-        (never the path, which may carry a patient id), status, duration, request id and API client, read from
-        the context variables the application set while serving the request in this same thread."""
-        if os.environ.get("ACCESS_LOG_FORMAT", "text") != "json" or not self.cfg.accesslog:
+        """One JSON object per request (ACCESS_LOG_FORMAT=json, the default when LOG_FORMAT is json, that is
+        with DEBUG off: a production stream of one format) with the route's name (never the path, which may
+        carry a patient id), status, duration, request id and API client, read from the context variables the
+        application set while serving the request in this same thread. ACCESS_LOG_FORMAT=text: the redacted
+        text line (the development default)."""
+        if (os.environ.get("ACCESS_LOG_FORMAT") or log_format()) != "json" or not self.cfg.accesslog:
             super().access(resp, req, environ, request_time)
             return
         from clinic.api.request_id import current_client_id, current_route

@@ -29,6 +29,8 @@ import redis
 from celery import bootsteps
 from django.conf import settings
 
+from clinic.liveness_probe import heartbeat_file
+
 logger = logging.getLogger("clinic.heartbeat")
 
 Role = Literal["worker", "export-worker", "beat"]
@@ -69,6 +71,21 @@ def heartbeat_record(*, role: Role, node: str, connection: redis.Redis | None = 
 
 def heartbeat_remove(*, role: Role, node: str, connection: redis.Redis | None = None) -> None:
     (connection or redis_connection()).zrem(heartbeat_key(role), node)
+
+
+def local_heartbeat_mark(role: Role) -> None:
+    """After a heartbeat of this process's role was recorded in Redis: the file the container's liveness
+    probe reads (clinic/liveness_probe.py), as fresh as that heartbeat, without the probe asking Redis."""
+    path = heartbeat_file(role)
+    try:
+        path.touch()
+    except OSError as exc:  # a read-only /tmp: only the cheap probe suffers, `manage.py liveness` still answers
+        logger.warning("local heartbeat file %s not written: %s", path, type(exc).__name__)
+
+
+def local_heartbeat_clear(role: Role) -> None:
+    with contextlib.suppress(OSError):
+        heartbeat_file(role).unlink(missing_ok=True)
 
 
 def heartbeats_fresh(*, role: Role, connection: redis.Redis | None = None) -> dict[str, float]:
@@ -125,6 +142,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         try:
             for role in self.roles:
                 heartbeat_record(role=role, node=self.node, connection=self.connection)
+                local_heartbeat_mark(role)
         except redis.RedisError as exc:
             # The heartbeat goes stale, which is the signal; the worker itself carries on reconnecting.
             logger.warning("worker heartbeat not recorded: %s", type(exc).__name__)
@@ -133,6 +151,8 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         if self.timer_entry is not None:
             self.timer_entry.cancel()
             self.timer_entry = None
+        for role in self.roles:
+            local_heartbeat_clear(role)
         if self.connection is not None:
             with contextlib.suppress(redis.RedisError):  # the broker is gone: the heartbeat goes stale on its own
                 for role in self.roles:

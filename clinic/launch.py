@@ -38,6 +38,11 @@ ENV_FILE = BASE_DIR / ".env"
 PGDATA = BASE_DIR / ".pgdata"
 DATABASE_NAME = "clinic"
 REDIS_DIR = BASE_DIR / ".redis"
+# PostgreSQL's own log must hold no patient data (docs/operations.md section 9): with client-side binding a
+# failed statement carries its values, and so does the DETAIL line of a unique or exclusion violation
+# ("Key (phone)=(...)"). No statement logged for an error (panic: only the server's own crash), no DETAIL,
+# HINT, QUERY or CONTEXT lines. The same values in docker/compose.yaml and bench/fault_services.py.
+POSTGRES_LOG_SETTINGS = {"log_min_error_statement": "panic", "log_error_verbosity": "terse"}
 
 
 def say(message: str) -> None:
@@ -70,6 +75,10 @@ def embedded_database_url() -> tuple[str, Any]:
     PGDATA.mkdir(exist_ok=True)
     server = pgserver.get_server(PGDATA, cleanup_mode="stop")
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        # In postgresql.auto.conf, so a reused .pgdata/ from before this setting gets it too; both reload.
+        for name, value in POSTGRES_LOG_SETTINGS.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        conn.execute("SELECT pg_reload_conf()")
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')

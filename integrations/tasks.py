@@ -7,8 +7,9 @@ make every one of them idempotent (a duplicated or redelivered message does noth
 import uuid
 from datetime import timedelta
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
@@ -18,6 +19,7 @@ from integrations.clients.services import client_assertions_purge
 from integrations.fhir import services as fhir_services
 from integrations.hl7 import outbox as hl7_outbox
 from integrations.notifications import outbox
+from integrations.notifications import services as notification_services
 from integrations.webhooks import delivery
 from integrations.webhooks.models import WebhookDelivery, WebhookEvent
 
@@ -45,6 +47,20 @@ def deliver_webhook(delivery_id: int, claim_token: str | None = None) -> str:
     """One attempt of a webhook delivery, if it is still this message's to make."""
     token = uuid.UUID(claim_token) if claim_token else None
     return delivery.delivery_attempt(delivery_id=delivery_id, token=token)
+
+
+# Waits between tries of a recording task while PostgreSQL refuses writes: 2, 4, 8 ... then every minute.
+_RECORD_BACKOFF_MAX_SECONDS = 60
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
+def record_webhook_outcome(self: Task, delivery_id: int) -> str:
+    """Record an attempt's outcome PostgreSQL refused when it was made (it waits in Redis). Only records,
+    never sends; retried with backoff until PostgreSQL accepts it (the relay drains it too)."""
+    try:
+        return delivery.outcome_record(delivery_id=delivery_id)
+    except DatabaseError as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), _RECORD_BACKOFF_MAX_SECONDS)) from exc
 
 
 @shared_task(ignore_result=True)
@@ -97,8 +113,20 @@ def notification_outbox_run(message_id: int, claim_token: str) -> str:
 
 @shared_task(ignore_result=True)
 def relay_notifications() -> int:
-    """Queue every notification whose message was lost (broker down at commit, worker killed)."""
+    """Record the sends PostgreSQL refused, then queue every notification whose message was lost (broker
+    down at commit, worker killed)."""
+    notification_services.pending_attempts_drain()
     return outbox.notification_outbox_relay()
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
+def record_notification_attempts(self: Task) -> int:
+    """Record the notification attempts PostgreSQL refused when they were sent (they wait in Redis). Only
+    records, never sends; retried with backoff until PostgreSQL accepts them."""
+    try:
+        return notification_services.pending_attempts_drain(raise_refused=True)
+    except DatabaseError as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), _RECORD_BACKOFF_MAX_SECONDS)) from exc
 
 
 @shared_task(ignore_result=True)

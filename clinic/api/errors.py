@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -50,14 +51,19 @@ API_KINDS: dict[str, ProblemKind] = {
     "method_not_allowed": ProblemKind(405, "Method not allowed", "See the Allow header."),
     "not_acceptable": ProblemKind(406, "Not acceptable", "The API produces application/json only."),
     "idempotency_key_in_use": ProblemKind(
-        409, "Idempotency key in use", "A request with this Idempotency-Key is still being processed."
+        409,
+        "Idempotency key in use",
+        "A request with this Idempotency-Key is still being processed; retry after Retry-After.",
     ),
     "payload_too_large": ProblemKind(413, "Payload too large", "The body exceeds MAX_REQUEST_BODY_BYTES."),
     "unsupported_media_type": ProblemKind(415, "Unsupported media type", "Send application/json."),
     "rate_limited": ProblemKind(429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
     "internal_error": ProblemKind(500, "Internal server error", "Report the request_id to support."),
     "service_unavailable": ProblemKind(
-        503, "Service unavailable", "The database is briefly unreachable (a restart); retry after Retry-After."
+        503,
+        "Service unavailable",
+        "The database is briefly unreachable or out of a resource (a restart, a full disk, no free "
+        "connection); retry after Retry-After.",
     ),
 }
 
@@ -96,6 +102,18 @@ class KeyReused(DomainError):
     code = "idempotency_key_reused"
     title = "Idempotency key reused"
     description = "This Idempotency-Key was used with a different request body."
+
+
+class KeyInUse(DomainError):
+    """409 with Retry-After: another request with this Idempotency-Key has not finished (clinic.api.idempotency)."""
+
+    status = 409
+    code = "idempotency_key_in_use"
+    title = "Idempotency key in use"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class ProblemRegistry(Mapping[str, ProblemKind]):
@@ -243,7 +261,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         # One title per problem type (RFC 9457 3.1.3), the one its /problems/ page shows: a generic class
         # raised with a specific code, Conflict(code="idempotency_key_in_use"), must not say just "Conflict".
         kind = PROBLEM_KINDS.get(exc.code)
-        return _problem(exc.status, exc.code, exc.detail, title=kind.title if kind else exc.title, **exc.extra)
+        title = kind.title if kind else exc.title
+        return _problem(exc.status, exc.code, exc.detail, getattr(exc, "headers", None), title=title, **exc.extra)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -306,18 +325,45 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
 DATABASE_RETRY_AFTER_SECONDS = 5
 
 
-def is_database_unavailable(exc: BaseException) -> bool:
-    """PostgreSQL restarting or unreachable: the connection failed, or it broke under the query.
+# SQLSTATEs that say PostgreSQL (or PgBouncer in front of it) cannot serve right now, whatever the statement:
+# class 08 connection exception (PgBouncer reports its own failures as 08P01: "server conn crashed?",
+# "no more connections allowed", "query_wait_timeout", "pgbouncer cannot connect to server"), class 53
+# insufficient resources (53100 disk full, 53200 out of memory, 53300 too many connections, 53400
+# configuration limit exceeded), 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now; 57P04/05
+# are a dropped database and an idle session timeout) and class 58 system errors (58030 could not write a
+# file: an I/O error). Not deadlocks, serialization failures, lock or statement timeouts: those are
+# OperationalErrors of one statement, handled (or reported) where they happen.
+_UNAVAILABLE_CLASSES = ("08", "53", "58")
+_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
 
-    Only connection-level failures (psycopg's OperationalError without an SQLSTATE of a statement, or
-    InterfaceError), not deadlocks or serialization failures, which are OperationalErrors too."""
+
+def unavailable_sqlstate(sqlstate: str | None) -> bool:
+    return sqlstate is not None and (sqlstate.startswith(_UNAVAILABLE_CLASSES) or sqlstate in _UNAVAILABLE_STATES)
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """PostgreSQL unreachable, restarting or out of a resource: a 503 with Retry-After, never a 500.
+
+    InterfaceError (the connection is closed), an OperationalError without an SQLSTATE (the connection
+    failed or broke under the query: psycopg raises those client-side) or with one of the states above."""
     if isinstance(exc, db.InterfaceError):
         return True
     if not isinstance(exc, db.OperationalError):
         return False
     sqlstate = getattr(exc.__cause__, "sqlstate", None)
-    # Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
-    return sqlstate is None or sqlstate.startswith("08") or sqlstate in {"57P01", "57P02", "57P03"}
+    return sqlstate is None or unavailable_sqlstate(sqlstate)
+
+
+def plain_service_unavailable_response() -> HttpResponse:
+    """The admin and every other page: a 503 a balancer and a browser understand, never a 500."""
+    logger.warning("Database unavailable: answering 503")
+    response = HttpResponse(
+        "Service unavailable: the database is briefly unreachable; retry shortly.\n",
+        status=503,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
 
 
 def service_unavailable_response() -> HttpResponse:
@@ -347,6 +393,12 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    # Django calls this while handling the exception: one raised outside any view (a middleware writing
+    # the session during a full disk, say) is a database outage too, and answered as one.
+    if is_database_unavailable(sys.exc_info()[1] or Exception()):
+        if request.path.startswith("/api/"):
+            return service_unavailable_response()
+        return plain_service_unavailable_response()
     if request.path.startswith("/api/"):
         return internal_error_response()
     from django.views.defaults import server_error

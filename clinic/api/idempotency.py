@@ -1,24 +1,30 @@
 """Idempotency-Key handling for POST, PATCH and DELETE, stored in PostgreSQL per client and key for 24 hours.
 
-1. The key is reserved in its own committed transaction (INSERT ... ON CONFLICT DO NOTHING), so a
-   concurrent request with the same key sees it at once and gets 409 `idempotency_key_in_use`.
-2. The handler and the recording of its outcome run in one transaction: if the domain change commits,
-   so does the stored response; a retry can never execute it twice.
+1. The key is reserved, the handler runs and its response is stored in ONE transaction (contract §23):
+   the reservation exists only if the domain change commits. Whatever breaks the request (PostgreSQL,
+   PgBouncer, the network, a killed worker), PostgreSQL rolls the transaction back, so nothing outlives
+   it and the retry is executed, not refused. (The previous release reserved in a transaction of its
+   own and needed the lost connection to clean up: after a PgBouncer restart keys stayed "in progress"
+   for IDEMPOTENCY_STALE_AFTER_SECONDS.)
+2. A concurrent request with the same key blocks on the first one's uncommitted unique-index entry, for
+   at most LOCK_WAIT: if the first finishes by then it gets the replay (or 422, or executes if the first
+   rolled back); otherwise 409 `idempotency_key_in_use` with Retry-After.
 3. Same key, same request: the stored status and body are replayed with `Idempotent-Replayed: true`.
-   Same key, different request: 422 `idempotency_key_reused`. 5xx outcomes are not stored (the key is
-   released, so the client may retry), and a reservation abandoned by a crashed worker expires after
-   IDEMPOTENCY_STALE_AFTER_SECONDS.
+   Same key, different request: 422 `idempotency_key_reused`. 5xx outcomes are not stored (the
+   reservation rolls back with them). A record left "in progress" by the previous release is still
+   taken over after IDEMPOTENCY_STALE_AFTER_SECONDS, and answered 409 with Retry-After until then.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.http import HttpResponse
 from django.utils import timezone
 from rest_framework import serializers
@@ -26,14 +32,28 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clinic import crypto
-from clinic.api.errors import KeyReused
+from clinic.api.errors import KeyInUse, KeyReused
 from clinic.api.renderers import dumps
-from clinic.errors import Conflict
 from integrations.models import ApiClient, IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _KEPT_HEADERS = ("Location",)
+# How long a request waits for a concurrent one with the same key before answering 409: long enough for
+# a typical write to finish (the duplicate then gets its replay), short enough not to hold a web worker.
+LOCK_WAIT = timedelta(seconds=2)
+LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
+_IN_USE = "A request with this Idempotency-Key is still in progress; retry later."
+_IN_USE_RETRY_AFTER_SECONDS = 1
+_STORED_FIELDS = [
+    "fingerprint",
+    "state",
+    "response_status",
+    "response_body",
+    "response_headers",
+    "created_at",
+    "updated_at",
+]
 
 
 class ShownOnceResponse(Response):
@@ -94,10 +114,22 @@ def _replay(record: IdempotencyRecord) -> HttpResponse:
 
 
 def _reserve(client: ApiClient, key: str, digest: str) -> IdempotencyRecord | HttpResponse:
-    """Own the key (returns the record) or answer from it (returns the replay); raises 409/422."""
+    """Own the key (returns the record) or answer from it (returns the replay); raises 409/422.
+
+    Runs inside the caller's transaction: the row it inserts exists for others only once that transaction
+    commits, with the handler's change and the stored response. Its waits (on a concurrent request's
+    uncommitted row, or on a record another request is taking over) are bounded by LOCK_WAIT; the domain's
+    own statements afterwards keep the session's lock_timeout."""
     now = timezone.now()
-    with transaction.atomic():
-        with connection.cursor() as cursor:
+    with connection.cursor() as cursor:
+        # Transaction-local (set_config's third argument): through PgBouncer in transaction mode a session
+        # setting would leak to whichever client the server connection serves next.
+        cursor.execute(
+            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+            [f"{round(LOCK_WAIT.total_seconds() * 1000)}ms"],
+        )
+        (previous_lock_timeout, _) = cursor.fetchone() or ("0", None)
+        try:
             cursor.execute(
                 f"INSERT INTO {IdempotencyRecord._meta.db_table} "  # noqa: S608 - table name is ours
                 "(client_id, key, fingerprint, state, response_body, response_headers, created_at, updated_at) "
@@ -105,66 +137,75 @@ def _reserve(client: ApiClient, key: str, digest: str) -> IdempotencyRecord | Ht
                 [client.pk, key, digest, IdempotencyRecord.State.IN_PROGRESS, now, now],
             )
             inserted = cursor.fetchone()
-        record = (
-            IdempotencyRecord.objects.select_for_update().get(pk=inserted[0])
-            if inserted
-            else IdempotencyRecord.objects.select_for_update().get(client=client, key=key)
+            if inserted:  # ours, and invisible to others until we commit: nothing to read or lock
+                record = IdempotencyRecord(
+                    pk=inserted[0],
+                    client=client,
+                    key=key,
+                    fingerprint=digest,
+                    state=IdempotencyRecord.State.IN_PROGRESS,
+                    created_at=now,
+                    updated_at=now,
+                )
+            else:
+                record = IdempotencyRecord.objects.select_for_update().get(client=client, key=key)
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            # Another request with this key has not finished yet (its row is not committed).
+            raise KeyInUse(_IN_USE, retry_after=_IN_USE_RETRY_AFTER_SECONDS) from None
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous_lock_timeout])
+    if inserted:
+        return record
+    expired = record.created_at < now - timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
+    stale_at = record.updated_at + timedelta(seconds=settings.IDEMPOTENCY_STALE_AFTER_SECONDS)
+    in_progress = record.state == IdempotencyRecord.State.IN_PROGRESS
+    if expired or (in_progress and stale_at < now and record.fingerprint == digest):
+        record.fingerprint, record.state, record.created_at, record.updated_at = (
+            digest,
+            IdempotencyRecord.State.IN_PROGRESS,
+            now,
+            now,
         )
-        if inserted:
-            return record
-        expired = record.created_at < now - timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
-        stale = record.state == IdempotencyRecord.State.IN_PROGRESS and record.updated_at < now - timedelta(
-            seconds=settings.IDEMPOTENCY_STALE_AFTER_SECONDS
-        )
-        if expired or (stale and record.fingerprint == digest):
-            record.fingerprint, record.state, record.created_at, record.updated_at = (
-                digest,
-                IdempotencyRecord.State.IN_PROGRESS,
-                now,
-                now,
-            )
-            record.response_status, record.response_body, record.response_headers = None, "", {}
-            record.save()
-            return record
-        if record.fingerprint != digest:
-            raise KeyReused("This Idempotency-Key was already used with a different request.")
-        if record.state == IdempotencyRecord.State.IN_PROGRESS:
-            raise Conflict(
-                "A request with this Idempotency-Key is still in progress; retry later.",
-                code="idempotency_key_in_use",
-            )
-        return _replay(record)
+        record.response_status, record.response_body, record.response_headers = None, "", {}
+        record.save()
+        return record
+    if record.fingerprint != digest:
+        raise KeyReused("This Idempotency-Key was already used with a different request.")
+    if in_progress:
+        # Only a reservation committed by the previous release (which reserved in a transaction of its
+        # own) is ever seen in progress: it is taken over once stale, so that is when to come back.
+        wait = max(math.ceil((stale_at - now).total_seconds()), 1)
+        raise KeyInUse(_IN_USE, retry_after=wait)
+    return _replay(record)
 
 
 def execute(*, client: ApiClient, key: str, request: Request, handler: Callable[[], Response]) -> HttpResponse:
     """Run `handler` at most once per (client, key); `handler` returns a response and never raises."""
     validate_key(key)
-    reserved = _reserve(client, key, fingerprint(request))
-    if isinstance(reserved, HttpResponse):
-        return reserved
-    record = reserved
-    stored = False
-    try:
-        with transaction.atomic():
-            response = handler()
-            if response.status_code >= 500:
-                transaction.set_rollback(True)
-            else:
-                record.state = IdempotencyRecord.State.COMPLETED
-                record.response_status = response.status_code
-                stored_data = _stored_data(response)
-                record.response_body = _seal(dumps(stored_data).decode() if stored_data is not None else "")
-                record.response_headers = {
-                    "Content-Type": response.content_type or "application/json",
-                    **{name: response[name] for name in _KEPT_HEADERS if response.has_header(name)},
-                }
-                record.updated_at = timezone.now()
-                record.save()
-                stored = True
-        return response
-    finally:
-        if not stored:
-            IdempotencyRecord.objects.filter(pk=record.pk, state=IdempotencyRecord.State.IN_PROGRESS).delete()
+    digest = fingerprint(request)
+    with transaction.atomic():
+        reserved = _reserve(client, key, digest)
+        if isinstance(reserved, HttpResponse):
+            return reserved
+        record = reserved
+        response = handler()
+        if response.status_code >= 500:
+            # Nothing is stored and the reservation goes with the rest: the client may retry.
+            transaction.set_rollback(True)
+            return response
+        record.state = IdempotencyRecord.State.COMPLETED
+        record.response_status = response.status_code
+        stored_data = _stored_data(response)
+        record.response_body = _seal(dumps(stored_data).decode() if stored_data is not None else "")
+        record.response_headers = {
+            "Content-Type": response.content_type or "application/json",
+            **{name: response[name] for name in _KEPT_HEADERS if response.has_header(name)},
+        }
+        record.updated_at = timezone.now()
+        # An UPDATE of the row reserved (or taken over) above, in this transaction.
+        record.save(update_fields=_STORED_FIELDS)
+    return response
 
 
 def purge_expired() -> int:

@@ -25,6 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from clinic.task_metrics import task_metrics_read
+from clinic.worker_counters import COUNTERS, counters_read
 from integrations.selectors import outbox_backlogs
 
 
@@ -70,6 +71,22 @@ class TaskCollector(Collector):
         yield spent
 
 
+class WorkerCountersCollector(Collector):
+    """The counters workers increment in Redis (clinic.worker_counters): webhook attempts by outcome,
+    notification sends by channel and status, outcomes handed to Redis while PostgreSQL refused them."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        try:
+            counts = counters_read()
+        except redis.RedisError:
+            return
+        for name, (documentation, labels) in COUNTERS.items():
+            family = CounterMetricFamily(name, documentation, labels=list(labels))
+            for values, count in sorted(counts[name].items()):
+                family.add_metric(list(values), count)
+            yield family
+
+
 class DatabaseConnectionsCollector(Collector):
     """Server connections to this database by state (active, idle, idle in transaction...), and the server's
     max_connections: the pool use PostgreSQL sees, PgBouncer's server pool included."""
@@ -104,6 +121,7 @@ def _registry() -> CollectorRegistry:
         registry.register(_ProcessCollector())
     registry.register(OutboxCollector())
     registry.register(TaskCollector())
+    registry.register(WorkerCountersCollector())
     registry.register(DatabaseConnectionsCollector())
     return registry
 

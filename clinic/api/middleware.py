@@ -9,10 +9,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from clinic.api.context import request_context
 from clinic.api.errors import (
-    DATABASE_RETRY_AFTER_SECONDS,
     PROBLEM_KINDS,
     internal_error_response,
     is_database_unavailable,
+    plain_service_unavailable_response,
     problem_response,
     service_unavailable_response,
 )
@@ -83,14 +83,7 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             if is_database_unavailable(exception):
-                # The admin and every other page: a 503 a balancer and a browser understand, never a 500.
-                response = HttpResponse(
-                    "Service unavailable: the database is briefly unreachable; retry shortly.\n",
-                    status=503,
-                    content_type="text/plain; charset=utf-8",
-                )
-                response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-                return response
+                return plain_service_unavailable_response()
             return None
         if is_database_unavailable(exception):
             return service_unavailable_response()

@@ -167,13 +167,22 @@ _IDEMPOTENCY_KEY_PARAMETER = {
     "1-255 printable ASCII characters.",
 }
 _IDEMPOTENCY_ERRORS = {
-    "409": "`idempotency_key_in_use`: a request with this Idempotency-Key is still running.",
+    "409": "`idempotency_key_in_use`: a request with this Idempotency-Key is still running; see `Retry-After` "
+    "(seconds). A request that failed (5xx, or no answer) leaves no reservation: its retry is executed.",
     "422": "`idempotency_key_reused`: this Idempotency-Key was used with a different body or query.",
 }
 _REPLAYED_HEADER = {
     "Idempotent-Replayed": {
         "schema": {"type": "string", "enum": ["true"]},
         "description": "Present when the response is the stored outcome of an earlier request with the same key.",
+    }
+}
+
+# Only the idempotency refusal among the 409s carries it (a slot conflict is not worth retrying as such).
+_IN_USE_RETRY_AFTER = {
+    "Retry-After": {
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "On `idempotency_key_in_use`: seconds to wait before retrying with the same key.",
     }
 }
 
@@ -225,7 +234,7 @@ def _default_problem_examples(status_code: str, operation: dict[str, Any]) -> di
         "404": {"NotFound": problem_example(404, "not_found", "Not found.")},
         "409": {
             "IdempotencyKeyInUse": problem_example(
-                409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed."
+                409, "idempotency_key_in_use", "A request with this Idempotency-Key is still in progress; retry later."
             )
         },
         "405": {"MethodNotAllowed": problem_example(405, "method_not_allowed", "See the Allow header.")},
@@ -465,6 +474,8 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
                 headers.update(_STATUS_HEADERS.get(status_code, {}))
                 if method in _IDEMPOTENT_METHODS:
                     headers.update(_REPLAYED_HEADER)
+                    if status_code == "409":
+                        headers.update(_IN_USE_RETRY_AFTER)
     paths = token_paths()
     for path_item in paths.values():
         for operation in path_item.values():
@@ -502,7 +513,9 @@ def add_token_endpoints(result: dict[str, Any], generator: Any, request: Any, pu
         "\n\n## Problem codes\n\n| code | status | meaning |\n|---|---|---|\n" + kinds + "\n\n"
         "Send `Idempotency-Key` (1-255 characters) on POST, PATCH and DELETE to make retries safe: the same key "
         "and request replay the stored response with `Idempotent-Replayed: true`; a different body or query is 422 "
-        "`idempotency_key_reused`; a request still running is 409 `idempotency_key_in_use`. Keys are kept 24 hours."
+        "`idempotency_key_reused`; a request still running is 409 `idempotency_key_in_use` with `Retry-After`. A "
+        "request that failed (5xx, a lost connection) leaves nothing behind: its retry is executed. Keys are kept "
+        "24 hours."
         "\n\nUnknown query parameters are refused with 400 `unknown_parameter` naming each of them, and unknown "
         "body fields with 400 `validation_error` (`errors[].code` = `unknown_field`)."
         "\n\nPrinted invoices, credit notes and lab reports are `application/pdf` bodies (`format: binary`), "

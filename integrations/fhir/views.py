@@ -139,7 +139,7 @@ class FhirView(AuditGuardedView):
         data = problem.data if isinstance(problem.data, dict) else {}
         headers = {name: problem[name] for name in ("WWW-Authenticate", "Retry-After") if problem.has_header(name)}
         diagnostics = str(data.get("detail") or data.get("title") or "Error.")
-        if problem.status_code >= 500:
+        if problem.status_code >= 500 and problem.status_code != 503:  # a 503 says why (and Retry-After when)
             diagnostics = f"Internal error (request {data.get('request_id', '-')})."
         return cast(Response, outcome_response(FhirError(problem.status_code, diagnostics, headers=headers)))
 

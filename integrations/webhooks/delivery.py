@@ -6,6 +6,13 @@ so a redelivered or duplicated task does nothing. The attempt itself runs outsid
 its outcome is written with the next attempt time in the row; short waits (the 5 s retry) are also queued
 with a countdown, longer ones are left to the relay. A worker that dies mid-attempt leaves its claim
 behind; when the lease runs out the relay hands the delivery to another worker, logging the lost attempt.
+
+An outcome PostgreSQL refuses to record (a full disk: contract §23) is handed to Redis
+(integrations.pending_outcomes) and recorded by a task that only records, retried until PostgreSQL accepts
+it; while it waits there, neither the relay nor a task reclaims the delivery when its lease runs out, so
+the receiver is not sent it again. At least once remains only where the outcome is lost before it reaches
+Redis or PostgreSQL: the worker dies (or is killed) between the receiver's answer and the handing on, or
+Redis and PostgreSQL both refuse it (docs/operations.md §5).
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 
+from clinic.celery import task_get
+from clinic.worker_counters import counter_inc
+from integrations.pending_outcomes import PendingOutcomes
 from integrations.webhooks import clock, schedule, transport
 from integrations.webhooks.dispatch import deliveries_enqueue
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -35,6 +45,16 @@ COUNTDOWN_MAX = timedelta(seconds=60)
 # A task arriving this early for its retry still counts as due (clocks of hosts differ a little).
 DUE_TOLERANCE = timedelta(seconds=1)
 LOST_ATTEMPT = "No result: the worker stopped during the attempt and its claim expired."
+RECORD_TASK = "integrations.tasks.record_webhook_outcome"
+PENDING = PendingOutcomes("webhook-deliveries")
+# clinic_webhook_attempts' outcome label for each result of _record.
+_COUNTED = {
+    "succeeded": "delivered",
+    "retry": "retrying",
+    "failed": "gave_up",
+    "gone": "gone",
+    "superseded": "superseded",
+}
 _CLAIM_FIELDS = ["status", "claim_token", "claimed_until", "attempt_count", "attempt_started_at", "next_attempt_at"]
 
 
@@ -126,6 +146,8 @@ def delivery_claim(*, delivery_id: int, token: uuid.UUID | None = None) -> Webho
             )
         if not ours:
             return None
+        if delivery.status == Status.DELIVERING and token is None and _outcome_waiting(delivery):
+            return None  # the attempt was made; its outcome waits in Redis to be recorded
         _settle_lost_attempt(delivery, now)
         refusal = _refusal(delivery)
         if refusal:
@@ -261,8 +283,15 @@ def _record(delivery: WebhookDelivery, outcome: Outcome) -> str:
     return result
 
 
+def _record_counted(delivery: WebhookDelivery, outcome: Outcome) -> str:
+    result = _record(delivery, outcome)
+    counter_inc("clinic_webhook_attempts", _COUNTED.get(result, result))
+    return result
+
+
 def delivery_attempt(*, delivery_id: int, token: uuid.UUID | None = None) -> str:
-    """Claim the delivery and make one attempt; returns what happened ("skipped" when it was not ours)."""
+    """Claim the delivery and make one attempt; returns what happened ("skipped" when it was not ours,
+    "deferred" when PostgreSQL refused the outcome and Redis holds it until it is recorded)."""
     delivery = delivery_claim(delivery_id=delivery_id, token=token)
     if delivery is None:
         return "skipped"
@@ -274,7 +303,85 @@ def delivery_attempt(*, delivery_id: int, token: uuid.UUID | None = None) -> str
         # and retried on the schedule like any failure, rather than left for the lease to expire.
         logger.exception("webhook delivery %s: attempt failed inside the sender", delivery.pk)
         outcome = Outcome(started_at=started_at, duration_ms=0, error=f"Internal error: {type(exc).__name__}: {exc}")
-    return _record(delivery, outcome)
+    try:
+        return _record_counted(delivery, outcome)
+    except DatabaseError:
+        if not _outcome_defer(delivery, outcome):
+            raise  # the lease runs out and the relay sends it again: the at-least-once case
+        logger.warning("webhook delivery %s: outcome not recorded (database error); kept in Redis", delivery.pk)
+        counter_inc("clinic_webhook_outcomes_deferred")
+        return "deferred"
+
+
+# --- Outcomes PostgreSQL refused (integrations.pending_outcomes) ---------------------------------------------
+
+
+def _outcome_defer(delivery: WebhookDelivery, outcome: Outcome) -> bool:
+    kept = PENDING.put(
+        str(delivery.pk),
+        {
+            "claim_token": str(delivery.claim_token),
+            "attempt_count": delivery.attempt_count,
+            "started_at": outcome.started_at.isoformat(),
+            "duration_ms": outcome.duration_ms,
+            "status_code": outcome.status_code,
+            "error": outcome.error,
+            "excerpt": outcome.excerpt,
+            "address": outcome.address,
+            "retry_after": outcome.retry_after,
+        },
+    )
+    if kept:
+        try:
+            task_get(RECORD_TASK).apply_async((delivery.pk,), countdown=1)
+        except Exception:  # the broker is Redis too: the relay drains the hash anyway
+            logger.warning(
+                "webhook delivery %s: recording task not queued; the relay records it", delivery.pk, exc_info=True
+            )
+    return kept
+
+
+def _outcome_waiting(delivery: WebhookDelivery) -> bool:
+    pending = PENDING.get(str(delivery.pk))
+    return pending is not None and pending["claim_token"] == str(delivery.claim_token)
+
+
+def outcome_record(*, delivery_id: int) -> str:
+    """Record the outcome Redis holds for the delivery ("none" when it holds none). Raises DatabaseError
+    while PostgreSQL still refuses it (the caller tries again later); the outcome stays in Redis."""
+    pending = PENDING.get(str(delivery_id))
+    if pending is None:
+        return "none"
+    token = uuid.UUID(pending["claim_token"])
+    if not WebhookDelivery.objects.filter(pk=delivery_id, claim_token=token).exists():
+        # Recorded already (the deletion from Redis failed), or the delivery is gone: nothing to do.
+        PENDING.delete(str(delivery_id))
+        return "stale"
+    delivery = WebhookDelivery(pk=delivery_id, claim_token=token, attempt_count=pending["attempt_count"])
+    outcome = Outcome(
+        started_at=datetime.fromisoformat(pending["started_at"]),
+        duration_ms=pending["duration_ms"],
+        status_code=pending["status_code"],
+        error=pending["error"],
+        excerpt=pending["excerpt"],
+        address=pending["address"],
+        retry_after=pending["retry_after"],
+    )
+    result = _record_counted(delivery, outcome)
+    PENDING.delete(str(delivery_id))
+    logger.info("webhook delivery %s: deferred outcome recorded (%s)", delivery_id, result)
+    return result
+
+
+def outcomes_drain() -> set[int]:
+    """Record every outcome Redis holds; returns the deliveries whose outcome PostgreSQL still refuses."""
+    refused: set[int] = set()
+    for field in PENDING.fields():
+        try:
+            outcome_record(delivery_id=int(field))
+        except DatabaseError:
+            refused.add(int(field))
+    return refused
 
 
 def deliveries_relay(*, limit: int | None = None) -> int:
@@ -284,15 +391,20 @@ def deliveries_relay(*, limit: int | None = None) -> int:
     claim (a lease under a fresh token) keeps the next relay run from queueing them again; if the queued
     messages are lost the lease runs out and a later run queues them anew.
     """
+    # First the outcomes waiting in Redis: recorded, their deliveries move on; still refused, their expired
+    # claims are not taken over (the receiver has them already).
+    waiting = outcomes_drain()
     now = clock.now()
     limit = limit or settings.WEBHOOK_RELAY_BATCH_SIZE
     with transaction.atomic():
-        due = list(
+        candidates = (
             WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("event", "subscription")
             .filter(_due(now))
-            .order_by("next_attempt_at", "id")[:limit]
         )
+        if waiting:
+            candidates = candidates.exclude(status=Status.DELIVERING, pk__in=waiting)
+        due = list(candidates.order_by("next_attempt_at", "id")[:limit])
         queued: list[tuple[int, uuid.UUID | None]] = []
         for delivery in due:
             _settle_lost_attempt(delivery, now)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -100,6 +101,8 @@ def test_the_web_role_runs_gunicorn_with_this_configuration():
     )
     assert result.returncode == 0, result.stderr
     assert "<AccessLogger()>" in result.stdout
+    # No control socket (gunicornc): it logged `[ERROR] Control server error` at every start on a read-only $HOME.
+    assert re.search(r"^control_socket_disable\s+= True$", result.stdout, re.MULTILINE)
     assert gunicorn_config.access_log_format in result.stdout
 
 

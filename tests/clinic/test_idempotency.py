@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -222,8 +223,9 @@ def test_an_unreadable_body_does_not_spend_the_key(client, writer, data, content
 
 
 def simulate_crashed_attempt(client: Client, token: str, body: Any, key: str) -> IdempotencyRecord:
-    """The state a worker that died inside the handler leaves: its domain write rolled back, and the
-    key's reservation (committed on its own) still in progress."""
+    """The state the previous release left when a worker died inside the handler: its domain write rolled
+    back, and the key's reservation (which it committed on its own) still in progress. This release never
+    commits a reservation without its outcome, but such rows may still be there after an upgrade."""
     assert post(client, token, body, key=key).status_code == 201
     Department.objects.all().delete()
     record = IdempotencyRecord.objects.get(key=key)
@@ -266,6 +268,8 @@ def test_a_recent_in_progress_record_is_still_in_use(client, writer, settings):
     response = post(client, token, CARDIOLOGY, key="k")
 
     assert_problem(response, 409, "idempotency_key_in_use")
+    # Come back when the record is stale and may be taken over: in about 5 s.
+    assert 1 <= int(response["Retry-After"]) <= 5
     assert Department.objects.count() == 0
 
 
@@ -360,6 +364,7 @@ def test_a_key_whose_first_request_is_still_running_is_409_then_replays(writer, 
     assert not first.is_alive()
     assert not second.is_alive()
     assert_problem(results["second"], 409, "idempotency_key_in_use")
+    assert results["second"]["Retry-After"] == "1"
     assert results["first"].status_code == 201, results["first"]
     assert Department.objects.count() == 1
     retry = post(Client(), token, CARDIOLOGY, key="k")
@@ -367,7 +372,8 @@ def test_a_key_whose_first_request_is_still_running_is_409_then_replays(writer, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_different_body_under_a_running_key_is_422(writer, gate):
+def test_a_different_body_under_a_running_key_is_409_then_422_once_the_first_committed(writer, gate):
+    # The first request's reservation is not committed while it runs, so its body cannot be compared yet.
     _, token = writer
     entered, release = gate
     results: dict[str, Any] = {}
@@ -377,10 +383,89 @@ def test_a_different_body_under_a_running_key_is_422(writer, gate):
     other = post(Client(), token, {"name": "Neurology"}, key="k")
     release.set()
     first.join(10)
+    again = post(Client(), token, {"name": "Neurology"}, key="k")
 
-    assert_problem(other, 422, "idempotency_key_reused")
+    assert_problem(other, 409, "idempotency_key_in_use")
+    assert other["Retry-After"] == "1"
     assert results["first"].status_code == 201
+    assert_problem(again, 422, "idempotency_key_reused")
     assert list(Department.objects.values_list("name", flat=True)) == ["Cardiology"]
+
+
+def backends_waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicate_that_arrives_while_the_first_runs_waits_for_it_and_gets_the_replay(writer, gate, monkeypatch):
+    monkeypatch.setattr(idempotency, "LOCK_WAIT", timedelta(seconds=20))
+    _, token = writer
+    entered, release = gate
+    results: dict[str, Any] = {}
+
+    first = run_in_thread(lambda c: post(c, token, CARDIOLOGY, key="k"), results, "first")
+    assert entered.wait(10)
+    second = run_in_thread(lambda c: post(c, token, CARDIOLOGY, key="k"), results, "second")
+    deadline = time.monotonic() + 10
+    while backends_waiting_on_a_lock() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert backends_waiting_on_a_lock() == 1, "the duplicate is not waiting on the first one's reservation"
+    release.set()
+    first.join(10)
+    second.join(10)
+
+    assert results["first"].status_code == 201, results["first"]
+    assert results["second"].status_code == 201, results["second"]
+    assert results["second"]["Idempotent-Replayed"] == "true"
+    assert results["second"].content == results["first"].content
+    assert Department.objects.count() == 1
+
+
+def backend_in_transaction() -> int:
+    """The pid of the one other session of the test database that is inside a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND state = 'idle in transaction'"
+        )
+        (pid,) = cursor.fetchone()
+        return pid
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_whose_connection_is_killed_mid_handler_leaves_no_reservation_and_its_retry_executes(
+    writer, gate
+):
+    """Contract §23: PgBouncer restarted, PostgreSQL restarted, the network cut: the server ends the session
+    under the handler. The retry with the same key is executed at once, never refused."""
+    _, token = writer
+    entered, release = gate
+    results: dict[str, Any] = {}
+
+    first = run_in_thread(lambda c: post(c, token, CARDIOLOGY, key="k"), results, "first")
+    assert entered.wait(10)
+    with connection.cursor() as cursor:  # the handler is inside its transaction, the key reserved there
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend_in_transaction()])
+    release.set()
+    first.join(10)
+
+    assert not first.is_alive()
+    assert_problem(results["first"], 503, "service_unavailable")
+    assert results["first"]["Retry-After"] == "5"
+    assert IdempotencyRecord.objects.count() == 0
+    assert Department.objects.count() == 0
+    retry = post(Client(), token, CARDIOLOGY, key="k")
+    assert retry.status_code == 201, retry.content
+    assert not retry.has_header("Idempotent-Replayed")
+    assert Department.objects.count() == 1
+    record = IdempotencyRecord.objects.get()
+    assert (record.state, record.response_status) == (IdempotencyRecord.State.COMPLETED, 201)
+    assert post(Client(), token, CARDIOLOGY, key="k")["Idempotent-Replayed"] == "true"
+    assert Department.objects.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -111,3 +111,57 @@ def test_without_redis_there_is_no_worker_to_check(settings):
 
     with pytest.raises(CommandError, match="REDIS_URL is not set"):
         liveness("worker")
+
+
+# --- The probe the containers run: clinic/liveness_probe.py reads the file the role touches after each
+# heartbeat recorded in Redis (no Django start: milliseconds, not the 9-12 s `manage.py liveness` took).
+# Each test gives its worker and its probe a TMPDIR of their own: other test runs on this machine mark theirs.
+
+
+def cheap_probe(role: str, tmpdir: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "clinic/liveness_probe.py", role],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": tmpdir, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_container_probe_follows_a_running_then_stopped_worker(worker_process, tmp_path):  # noqa: F811
+    assert cheap_probe("worker", str(tmp_path)).returncode == 1  # nothing started yet
+    worker = worker_process(env={"TMPDIR": str(tmp_path)})
+    liveness("worker")  # its heartbeat is in Redis: the file was touched right after
+
+    alive = cheap_probe("worker", str(tmp_path))
+    assert alive.returncode == 0, alive.stderr
+    assert alive.stdout.startswith("worker: alive, heartbeat ")
+    assert cheap_probe("export-worker", str(tmp_path)).returncode == 1  # the default queue's worker only
+
+    worker.stop()
+
+    stopped = cheap_probe("worker", str(tmp_path))
+    assert (stopped.returncode, stopped.stderr) == (1, "worker: no heartbeat yet (not started, or stopped)\n")
+
+
+def test_the_container_probe_fails_three_intervals_after_a_kill(worker_process, settings, tmp_path):  # noqa: F811
+    settings.ROLE_HEARTBEAT_SECONDS = 1
+    worker = worker_process(env={"ROLE_HEARTBEAT_SECONDS": "1", "TMPDIR": str(tmp_path)})
+    assert cheap_probe("worker", str(tmp_path), ROLE_HEARTBEAT_SECONDS="1").returncode == 0
+
+    worker.kill()  # SIGKILL: the file stays behind, and ages
+    time.sleep(3.5)
+
+    result = cheap_probe("worker", str(tmp_path), ROLE_HEARTBEAT_SECONDS="1")
+    assert result.returncode == 1
+    assert "(over 3 s: hung or cut off from Redis)" in result.stderr
+
+
+def test_the_container_probe_passes_for_a_ticking_beat(worker_process, tmp_path):  # noqa: F811
+    worker_process(beat=True, env={"TMPDIR": str(tmp_path)})
+    deadline = time.monotonic() + 20
+    while cheap_probe("beat", str(tmp_path)).returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert cheap_probe("beat", str(tmp_path)).returncode == 0

@@ -89,7 +89,7 @@ EXPECTED = {
     "idempotency_key_in_use": (
         409,
         "Idempotency key in use",
-        "A request with this Idempotency-Key is still being processed.",
+        "A request with this Idempotency-Key is still being processed; retry after Retry-After.",
     ),
     "insufficient_stock": (
         409,
@@ -142,7 +142,8 @@ EXPECTED = {
     "service_unavailable": (
         503,
         "Service unavailable",
-        "The database is briefly unreachable (a restart); retry after Retry-After.",
+        "The database is briefly unreachable or out of a resource (a restart, a full disk, no free "
+        "connection); retry after Retry-After.",
     ),
 }
 

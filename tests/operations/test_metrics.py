@@ -11,8 +11,10 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from integrations.models import NotificationOutboxMessage
+from tests.integrations.webhook_receiver import receiver
 
 pytestmark = pytest.mark.django_db
+__all__ = ["receiver"]
 TOKEN = "m3trics-" + "x" * 24
 
 
@@ -96,3 +98,29 @@ def test_metrics_carry_celery_task_counts_and_run_time_and_database_connections(
     assert 0 < samples[("clinic_celery_task_seconds_total", (("task", name),))] < 10
     assert samples[("clinic_database_connections", (("state", "active"),))] >= 1  # this scrape's own query
     assert samples[("clinic_database_max_connections", ())] >= 10
+
+
+def test_metrics_carry_webhook_attempts_by_outcome_and_notification_sends_from_every_worker(
+    client: Any, settings: Any, metrics_token: str, receiver: Any
+) -> None:
+    """Workers count in Redis (clinic.worker_counters), so a scrape of any pod shows the deployment's figures.
+    Real attempts against a local receiver: one delivered, one answered 500 (a retry is scheduled)."""
+    from clinic.heartbeat import redis_connection
+    from clinic.worker_counters import counters_key
+    from integrations.webhooks.delivery import delivery_attempt
+    from integrations.webhooks.events import event_publish
+    from integrations.webhooks.models import WebhookDelivery
+    from tests.integrations.webhook_receiver import Reply, subscribe
+
+    redis_connection().delete(counters_key())
+    subscribe(receiver.url())
+    receiver.reply_with(Reply(status=204, body=b""), Reply(status=500, body=b"busy"))
+    for _ in range(2):
+        event_publish(event_type="appointment.booked", payload={"appointment": {"status": "booked"}})
+        assert delivery_attempt(delivery_id=WebhookDelivery.objects.latest("id").pk) in ("succeeded", "retry")
+
+    samples = _samples(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))
+
+    assert samples[("clinic_webhook_attempts_total", (("outcome", "delivered"),))] == 1
+    assert samples[("clinic_webhook_attempts_total", (("outcome", "retrying"),))] == 1
+    assert ("clinic_webhook_outcomes_deferred_total", ()) not in samples

@@ -6,6 +6,7 @@ another title is rejected). SIGTERM or SIGINT stops accepting associations and l
 
 from __future__ import annotations
 
+import logging
 import re
 import signal
 import threading
@@ -17,6 +18,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from integrations.dicom.models import AE_TITLE_PATTERN
 from integrations.dicom.server import worklist_serve
+
+# Log lines, not command output: the role's stream is one JSON object per line with DEBUG off.
+logger = logging.getLogger("integrations.dicom")
 
 
 class Command(BaseCommand):
@@ -43,8 +47,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        self.stdout.write(f"DICOM worklist {options['ae_title']} listening on {options['host']}:{options['port']}")
-        self.stdout.flush()
+        logger.info("DICOM worklist %s listening on %s:%d", options["ae_title"], options["host"], options["port"])
         stop.wait()
         server.shutdown()
-        self.stdout.write("DICOM worklist stopped")
+        logger.info("DICOM worklist stopped")

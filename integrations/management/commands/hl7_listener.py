@@ -34,8 +34,7 @@ class Command(BaseCommand):
             raise CommandError("--processes must be between 1 and 64.")
         if not 1 <= options["threads"] <= 64:
             raise CommandError("--threads must be between 1 and 64.")
-        self.stdout.write(f"HL7 listener on {options['host']}:{options['port']}")
-        self.stdout.flush()
+        # The listener logs "HL7 listener on host:port" once it listens (a log line: JSON with DEBUG off).
         listener_run(
             host=options["host"], port=options["port"], threads=options["threads"], processes=options["processes"]
         )

@@ -3,6 +3,7 @@ process: it serves echoscu and stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -97,17 +98,23 @@ def test_create_dicom_calling_ae_refuses_bad_input_and_writes_nothing(args: list
 
 def test_the_dicom_worklist_command_serves_and_stops_on_sigterm(world: Any, dcmtk: None) -> None:
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": _test_database_url(), "LOG_LEVEL": "WARNING"}
+    # Its start and stop are log lines (JSON here, as with DEBUG off), not command output.
+    env = {**os.environ, "DATABASE_URL": _test_database_url(), "LOG_LEVEL": "INFO", "LOG_FORMAT": "json"}
     server = subprocess.Popen(  # noqa: S603 - our own command line
         [sys.executable, "manage.py", "dicom_worklist", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        assert server.stdout is not None
-        assert server.stdout.readline() == f"DICOM worklist {SERVER_AE} listening on 127.0.0.1:{port}\n"
+        assert server.stderr is not None
+        listening = f"DICOM worklist {SERVER_AE} listening on 127.0.0.1:{port}"
+        seen = []
+        while listening not in seen and len(seen) < 50:  # every line is JSON; other INFO lines may come first
+            seen.append(json.loads(server.stderr.readline())["message"])
+        assert listening in seen
         echo = subprocess.run(  # noqa: S603 - a fixed command line
             ["echoscu", "-aet", "BLR_CT1", "-aec", SERVER_AE, "127.0.0.1", str(port)],  # noqa: S607
             capture_output=True,
@@ -120,4 +127,7 @@ def test_the_dicom_worklist_command_serves_and_stops_on_sigterm(world: Any, dcmt
         started = time.monotonic()
         assert server.wait(30) == 0
     assert time.monotonic() - started < 10
-    assert server.stdout.read() == "DICOM worklist stopped\n"
+    assert server.stdout is not None
+    assert server.stdout.read() == ""
+    messages = [json.loads(line)["message"] for line in server.stderr.read().splitlines()]
+    assert messages[-1] == "DICOM worklist stopped"

@@ -54,6 +54,8 @@ from lab.models import (
     TestKind,
     ValueType,
 )
+from lab.report import CRITICAL as CRITICAL_FLAGS
+from lab.representations import plain_quantity
 
 # A plausible UCUM unit: printable ASCII without spaces (g/dL, 10*3/uL, mg/dL, %, [iU]/L). Not a parser.
 UCUM_PATTERN = re.compile(r"^[!-~]+$")
@@ -319,14 +321,24 @@ class AnalyteAdmin(_SaveRefusalAsFormError):
 
 
 def _value(result: LabResult) -> str:
-    return str(result.value_quantity) if result.value_quantity is not None else result.value_text
+    # As reported (13.5, not the column's 13.5000), as the API and the printed report show it.
+    return str(plain_quantity(result.value_quantity)) if result.value_quantity is not None else result.value_text
 
 
 def _limits(result: LabResult) -> str:
-    low, high = result.reference_low, result.reference_high
+    low, high = plain_quantity(result.reference_low), plain_quantity(result.reference_high)
     if low is None and high is None:
         return ""
     return f"{'' if low is None else low}-{'' if high is None else high}"
+
+
+def _flag(result: LabResult) -> str:
+    """A critical flag in red with the word (LL alone read like N), L and H in bold, N as it is."""
+    if result.flag in CRITICAL_FLAGS:
+        return format_html('<strong class="critical" style="color:#ba2121">{} (critical)</strong>', result.flag)
+    if result.flag in {"L", "H"}:
+        return format_html("<strong>{}</strong>", result.flag)
+    return result.flag
 
 
 class LabOrderItemInline(admin.TabularInline):
@@ -367,7 +379,7 @@ class LabOrderItemInline(admin.TabularInline):
                     result.analyte.code if result.analyte is not None else "report",
                     _value(result),
                     result.unit,
-                    result.flag,
+                    _flag(result),
                     _limits(result),
                     result.status,
                     result.version,

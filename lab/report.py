@@ -46,6 +46,7 @@ from clinic.lib.pdf import (
     printable,
 )
 from lab.models import LabOrder, LabOrderItem, LabResult, ResultStatus, TestKind
+from lab.representations import plain_quantity
 
 DASH = "\u2013"  # en dash, as in "12 - 15.5"
 CRITICAL = {"LL", "HH"}
@@ -62,12 +63,7 @@ def _labelled(label: str, value: str) -> Paragraph:
 
 
 def _number(value: Decimal | None) -> str:
-    """13.5000 -> 13.5 and 100.0000 -> 100 (never 1E+2); "" for none."""
-    if value is None:
-        return ""
-    value = value.normalize()
-    exponent = value.as_tuple().exponent
-    return str(value.quantize(Decimal(1)) if isinstance(exponent, int) and exponent > 0 else value)
+    return "" if value is None else str(plain_quantity(value))
 
 
 def _when(value: datetime | None, order: LabOrder) -> str:

@@ -22,8 +22,8 @@ from lab import models
 Quantity = Number(max_digits=12, decimal_places=4)
 
 
-def _plain(value: Decimal | None) -> Decimal | None:
-    """13.5000 -> 13.5 and 100.0000 -> 100 (never 1E+2)."""
+def plain_quantity(value: Decimal | None) -> Decimal | None:
+    """13.5000 -> 13.5 and 100.0000 -> 100 (never 1E+2): a stored quantity (4 places) as it was reported."""
     if value is None:
         return None
     value = value.normalize()
@@ -72,8 +72,8 @@ def reference_range_data(band: models.ReferenceRange) -> AnalyteReferenceRange:
         "sex": band.sex,
         "age_min_days": band.age_min_days,
         "age_max_days": band.age_max_days,
-        "low": _plain(band.low),
-        "high": _plain(band.high),
+        "low": plain_quantity(band.low),
+        "high": plain_quantity(band.high),
     }
 
 
@@ -86,8 +86,8 @@ def analyte_data(analyte: models.Analyte) -> LabTestAnalyte:
         "unit": analyte.unit or None,
         "value_type": analyte.value_type,
         "coded_values": list(analyte.coded_values),
-        "critical_low": _plain(analyte.critical_low),
-        "critical_high": _plain(analyte.critical_high),
+        "critical_low": plain_quantity(analyte.critical_low),
+        "critical_high": plain_quantity(analyte.critical_high),
         "reference_ranges": [reference_range_data(band) for band in analyte.ranges.all()],
     }
 

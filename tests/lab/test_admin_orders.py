@@ -126,11 +126,12 @@ def test_the_order_page_is_read_only_shows_current_results_and_is_audited(admin_
     content = response.content.decode()
     assert order.order_number in content
     assert 'name="_save"' not in content, "the page is read-only"
-    assert "11.4000" in content, "the current version"
-    assert "11.2000" not in content, "the current version only"
+    assert "<td>11.4</td>" in content, "the current version, as reported (not the column's 11.4000)"
+    assert "<td>11.2</td>" not in content, "the current version only"
     assert "v2 of 2" in content
     assert "v1 of 1" in content
-    assert "250.0000" in content
+    assert "<td>250</td>" in content
+    assert "<td>12-15.5</td>" in content  # the reference band, as reported too
     (inline,) = response.context["inline_admin_formsets"]
     assert [form.original.accession_number for form in inline] == [
         item.accession_number for item in order.items.order_by("position")
@@ -146,6 +147,20 @@ def test_the_order_page_is_read_only_shows_current_results_and_is_audited(admin_
     before = LabOrder.objects.values().get(pk=order.pk)
     assert admin_client.post(url, {"priority": "stat"}).status_code == 403
     assert LabOrder.objects.values().get(pk=order.pk) == before
+
+
+def test_a_critical_flag_reads_as_critical_in_red_and_l_h_in_bold(admin_client, world):
+    order = world["order"]()
+    services.lab_order_collect(order=order)
+    record(
+        order,
+        [ResultInput(test="CBC", analyte="HGB", value="6.5"), ResultInput(test="CBC", analyte="PLT", value="100")],
+    )
+
+    content = admin_client.get(change_url(order)).content.decode()
+
+    assert '<td><strong class="critical" style="color:#ba2121">LL (critical)</strong></td>' in content
+    assert "<td><strong>L</strong></td>" in content  # PLT 100 under its band of 150-450
 
 
 def test_no_add_and_no_delete(admin_client, world):

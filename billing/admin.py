@@ -17,7 +17,13 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
@@ -488,6 +494,7 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
         return [
             path("<path:object_id>/pdf/", view(self.pdf_view), name="billing_invoice_pdf"),
             path("<path:object_id>/credit-note/", view(self.credit_note_view), name="billing_invoice_credit_note"),
+            path("<path:object_id>/finalize/", view(self.finalize_view), name="billing_invoice_finalize"),
             *super().get_urls(),
         ]
 
@@ -500,6 +507,8 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
             tools["pdf_url"] = reverse("admin:billing_invoice_pdf", args=[invoice.pk])
             if invoice.status in services.TRANSITIONS["credit"] and self.has_change_permission(request, invoice):
                 tools["credit_note_url"] = reverse("admin:billing_invoice_credit_note", args=[invoice.pk])
+            if invoice.status in services.TRANSITIONS["finalize"] and self.has_change_permission(request, invoice):
+                tools["finalize_url"] = reverse("admin:billing_invoice_finalize", args=[invoice.pk])
         return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
 
     def _invoice_or_denied(self, request: HttpRequest, object_id: str, *, change: bool) -> Invoice | None:
@@ -519,6 +528,29 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
         loaded = selectors.invoice_detail_load(invoice.pk)
         back = reverse("admin:billing_invoice_change", args=[invoice.pk])
         return _pdf_or_message(self, request, invoice_document(loaded), loaded, back)
+
+    def finalize_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """The invoice page's Finalize: a confirmation page (GET), then the service (POST); the message names
+        the number assigned, so the accountant sees it without going back to the list."""
+        invoice = self._invoice_or_denied(request, object_id, change=True)
+        if invoice is None:
+            raise Http404(f"No {self.opts.verbose_name} {object_id!r}.")
+        back = reverse("admin:billing_invoice_change", args=[invoice.pk])
+        if request.method == "POST":
+            finalized = self._call(request, services.invoice_finalize, invoice=invoice)
+            if finalized is not None:
+                self.message_user(
+                    request, f"Invoice finalized: number {finalized.invoice_number} assigned.", messages.SUCCESS
+                )
+            return HttpResponseRedirect(back)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Finalize {invoice}?",
+            "opts": self.opts,
+            "invoice": invoice,
+            "back": back,
+        }
+        return TemplateResponse(request, "admin/billing/invoice/finalize.html", context)
 
     def credit_note_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         """Issue a credit note: a reason, and per line the whole of what is left, a quantity or an amount."""
@@ -653,8 +685,18 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Finalize the selected draft invoices (assigns numbers)", permissions=["change"])
     def finalize(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> None:
-        # In date and creation order, so numbers follow the order the invoices were raised in.
-        self._apply(request, queryset.order_by("date", "created_at", "id"), services.invoice_finalize)
+        # In date and creation order, so numbers follow the order the invoices were raised in; the numbers
+        # assigned are named in the message.
+        numbers: list[str] = []
+
+        def finalize(invoice: Invoice) -> Invoice:
+            finalized = services.invoice_finalize(invoice=invoice)
+            numbers.append(str(finalized.invoice_number))
+            return finalized
+
+        apply_to_each(self, request, queryset.select_related("branch").order_by("date", "created_at", "id"), finalize)
+        if numbers:
+            self.message_user(request, f"Numbers assigned: {', '.join(numbers)}.", messages.SUCCESS)
 
     @admin.action(description="Cancel the selected invoices (only while nothing is paid)", permissions=["change"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> HttpResponse | None:

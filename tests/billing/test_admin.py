@@ -183,7 +183,31 @@ def test_the_finalize_action_numbers_drafts_in_date_order(admin_client, blr, pat
     assert Invoice.objects.get(pk=later.pk).invoice_number == "BLR/2026-27/00003"
     texts = messages_of(response)
     assert "2 invoice(s) updated." in texts
+    assert "Numbers assigned: BLR/2026-27/00002, BLR/2026-27/00003." in texts
     assert any("Cannot finalize an invoice that is finalized" in text for text in texts)
+
+
+def test_a_draft_is_finalized_from_its_page_after_a_confirmation_and_the_number_is_shown(
+    admin_client, blr, patient, medicine
+):
+    draft = make_invoice(branch=blr, patient=patient, department=medicine, finalize=False)
+    finalize_url = f"/admin/billing/invoice/{draft.pk}/finalize/"
+
+    page = admin_client.get(change_url(draft))
+    confirm = admin_client.get(finalize_url)
+    assert Invoice.objects.get(pk=draft.pk).status == "draft"  # a GET changes nothing
+    done = admin_client.post(finalize_url, follow=True)
+
+    assert finalize_url in page.content.decode()
+    assert confirm.status_code == 200
+    assert "Yes, finalize" in confirm.content.decode()
+    finalized = Invoice.objects.get(pk=draft.pk)
+    assert finalized.status == "finalized"
+    assert messages_of(done) == [f"Invoice finalized: number {finalized.invoice_number} assigned."]
+    assert finalize_url not in admin_client.get(change_url(draft)).content.decode()
+    again = admin_client.post(finalize_url, follow=True)
+    assert any("Cannot finalize an invoice that is finalized" in text for text in messages_of(again))
+    assert Invoice.objects.get(pk=draft.pk).invoice_number == finalized.invoice_number
 
 
 def test_a_finalized_invoice_shows_its_lines_read_only(admin_client, blr, patient, medicine):

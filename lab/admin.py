@@ -21,23 +21,27 @@ service is an error message, never a 500; every page showing an order's patient 
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from django import forms
-from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, QuerySet
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from clinic.admin_actions import apply_to_each, reason_confirmation
-from clinic.admin_audit import PatientDataAuditMixin, staff_actor
+from clinic.admin_audit import Clock, PatientDataAuditMixin, staff_actor, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin
 from clinic.errors import InvalidState
+from clinic.lib.pdf import RenderError
 from lab import results as lab_results
 from lab import services as lab_services
 from lab.loinc import loinc_problem
@@ -55,7 +59,9 @@ from lab.models import (
     ValueType,
 )
 from lab.report import CRITICAL as CRITICAL_FLAGS
+from lab.report import lab_report_response
 from lab.representations import plain_quantity
+from lab.selectors import lab_order_load
 
 # A plausible UCUM unit: printable ASCII without spaces (g/dL, 10*3/uL, mg/dL, %, [iU]/L). Not a parser.
 UCUM_PATTERN = re.compile(r"^[!-~]+$")
@@ -68,6 +74,8 @@ CONSTRAINT_MESSAGES = {
     "analyte_code_unique_per_test": "Two analytes of this test have the same code.",
     "labtest_code_key": "A test with this code already exists.",
 }
+
+logger = logging.getLogger(__name__)
 
 
 def _refusal(error: IntegrityError) -> str:
@@ -465,6 +473,38 @@ class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin)
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # The order's page is read-only; the list page's actions (change permission) go through the services.
         return obj is None and super().has_change_permission(request, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/report/", view(self.report_view), name="lab_laborder_report"),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        tools = {"report_url": reverse("admin:lab_laborder_report", args=[unquote(object_id)])}
+        return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
+
+    def report_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """The laboratory report as the API prints it, for the admin session (the API's PDF URL wants a
+        token); audited as a page showing the order's patient."""
+        clock = Clock()
+        order = self.get_object(request, unquote(object_id))
+        if order is None:
+            raise Http404(f"No {self.opts.verbose_name} {object_id!r}.")
+        if not self.has_view_permission(request, order):
+            raise PermissionDenied
+        back = reverse("admin:lab_laborder_change", args=[order.pk])
+        try:
+            response: HttpResponseBase = lab_report_response(lab_order_load(order.pk))
+        except RenderError:
+            logger.exception("Could not render the lab report of %s for %s", order.order_number, staff_actor(request))
+            self.message_user(request, "The report could not be rendered; the error has been logged.", messages.ERROR)
+            return HttpResponseRedirect(back)
+        write_admin_audit(request, response, [order.patient_id], clock)
+        return response
 
     def _apply(self, request: HttpRequest, queryset: QuerySet[LabOrder], change: Any) -> None:
         apply_to_each(self, request, queryset.select_related("branch", "patient").order_by("created_at", "id"), change)

@@ -4,6 +4,7 @@ cancel with a reason, verify the preliminary results as final (versions kept); a
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -19,6 +20,7 @@ from lab.results import ResultInput, lab_results_record
 from tests.factories import BranchFactory, DepartmentFactory, DoctorFactory
 from tests.lab.order_factories import AnalyteFactory, LabTestFactory, imaging_test
 from tests.patients.factories import PatientFactory
+from tests.pdf_tools import pdf_text
 
 pytestmark = pytest.mark.django_db
 
@@ -280,3 +282,23 @@ def test_verify_with_nothing_preliminary_is_a_message_and_changes_nothing(admin_
     )
     assert list(LabResult.objects.order_by("id").values()) == before
     assert LabOrder.objects.get(pk=order.pk).status == "final"
+
+
+def test_the_report_prints_from_the_admin_session_and_is_audited(admin_client, admin_user, world):
+    # The API's PDF URL wants a token (401 to the admin session); the order page has its own print link.
+    order = world["order"]()
+    services.lab_order_collect(order=order)
+    record(order, CBC_PRELIMINARY)
+    report_url = f"/admin/lab/laborder/{order.pk}/report/"
+
+    page = admin_client.get(change_url(order)).content.decode()
+    response = admin_client.get(report_url)
+
+    assert report_url in page
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/pdf"
+    assert response.content.startswith(b"%PDF-")
+    assert order.order_number in pdf_text(response.content)
+    (row,) = audit_rows(report_url)
+    assert (row.actor, row.patient_ids, row.status) == (f"staff:{admin_user.username}", [world["patient"].pk], 200)
+    assert admin_client.get(f"/admin/lab/laborder/{uuid.uuid4()}/report/").status_code == 404

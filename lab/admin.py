@@ -33,11 +33,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
 from clinic.admin_audit import Clock, PatientDataAuditMixin, staff_actor, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin
 from clinic.errors import InvalidState
@@ -381,7 +382,7 @@ class LabOrderItemInline(admin.TabularInline):
             count[result.analyte_id] = count.get(result.analyte_id, 0) + 1
         rows = format_html_join(
             "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>v{} of {}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>v{} of {}</td></tr>",
             (
                 (
                     result.analyte.code if result.analyte is not None else "report",
@@ -390,6 +391,7 @@ class LabOrderItemInline(admin.TabularInline):
                     _flag(result),
                     _limits(result),
                     result.status,
+                    result.recorded_by or result.performer,  # who released it: the verifier of a final result
                     result.version,
                     count[result.analyte_id],
                 )
@@ -398,7 +400,7 @@ class LabOrderItemInline(admin.TabularInline):
         )
         return format_html(
             '<table class="lab-results"><thead><tr><th>analyte</th><th>value</th><th>unit</th><th>flag</th>'
-            "<th>reference</th><th>status</th><th>version</th></tr></thead><tbody>{}</tbody></table>",
+            "<th>reference</th><th>status</th><th>recorded by</th><th>version</th></tr></thead><tbody>{}</tbody></table>",
             rows,
         )
 
@@ -536,9 +538,23 @@ class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin)
     @admin.action(
         description="Verify the preliminary results of the selected orders (as final)", permissions=["change"]
     )
-    def verify_preliminary(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> None:
+    def verify_preliminary(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> TemplateResponse | None:
         user = staff_actor(request)
+        confirmed = form_confirmation(
+            self,
+            request,
+            queryset.order_by("created_at", "id"),
+            form_class=forms.Form,  # nothing to fill in: the page is the confirmation
+            action="verify_preliminary",
+            title="Verify and release the preliminary results?",
+            intro=f"Every current preliminary result of these orders becomes final and is released (a new version; "
+            f"the preliminary one is kept), verified by {user}.",
+            submit_label="Verify and release",
+        )
+        if isinstance(confirmed, TemplateResponse):
+            return confirmed
         self._apply(request, queryset, lambda order: _verify_preliminary(order, user))
+        return None
 
 
 @admin.register(ImagingStation)

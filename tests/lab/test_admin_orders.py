@@ -234,10 +234,14 @@ def test_verify_turns_preliminary_results_final_and_keeps_the_history(admin_clie
     record(order, CBC_PRELIMINARY)
     record(order, [ResultInput(test="XR-CHEST", value="No acute findings.")])
     assert LabOrder.objects.get(pk=order.pk).status == "resulted"
+    selected = {"action": "verify_preliminary", "_selected_action": [order.pk]}
 
-    response = admin_client.post(
-        CHANGELIST, {"action": "verify_preliminary", "_selected_action": [order.pk]}, follow=True
-    )
+    asked = admin_client.post(CHANGELIST, selected)
+    assert asked.status_code == 200
+    assert asked.templates[0].name == "admin/reason_action.html"
+    assert f"verified by staff:{admin_user.username}" in asked.content.decode()
+    assert LabOrder.objects.get(pk=order.pk).status == "resulted"  # nothing until confirmed
+    response = admin_client.post(CHANGELIST, {**selected, "confirm": "yes"}, follow=True)
 
     assert response.status_code == 200
     assert messages_of(response) == ["1 lab order(s) updated."]
@@ -260,6 +264,9 @@ def test_verify_turns_preliminary_results_final_and_keeps_the_history(admin_clie
     ]
     finals = LabResult.objects.filter(item__order=order, status="final")
     assert set(finals.values_list("performer", "recorded_by")) == {(staff, staff)}
+    page = admin_client.get(change_url(order)).content.decode()
+    assert "<th>recorded by</th>" in page
+    assert f"<td>final</td><td>{staff}</td>" in page  # who verified and released, on the order page
 
 
 def test_verify_with_nothing_preliminary_is_a_message_and_changes_nothing(admin_client, world):
@@ -270,7 +277,9 @@ def test_verify_with_nothing_preliminary_is_a_message_and_changes_nothing(admin_
     before = list(LabResult.objects.order_by("id").values())
 
     response = admin_client.post(
-        CHANGELIST, {"action": "verify_preliminary", "_selected_action": [order.pk, ordered.pk]}, follow=True
+        CHANGELIST,
+        {"action": "verify_preliminary", "_selected_action": [order.pk, ordered.pk], "confirm": "yes"},
+        follow=True,
     )
 
     assert response.status_code == 200

@@ -437,9 +437,7 @@ def backend_in_transaction() -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_request_whose_connection_is_killed_mid_handler_leaves_no_reservation_and_its_retry_executes(
-    writer, gate
-):
+def test_a_request_whose_connection_is_killed_mid_handler_leaves_no_reservation_and_its_retry_executes(writer, gate):
     """Contract §23: PgBouncer restarted, PostgreSQL restarted, the network cut: the server ends the session
     under the handler. The retry with the same key is executed at once, never refused."""
     _, token = writer

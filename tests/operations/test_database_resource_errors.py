@@ -87,7 +87,7 @@ def test_errors_of_one_statement_are_not_unavailability(sqlstate: str) -> None:
 # --- A real full disk ---------------------------------------------------------------------------------------
 
 
-def _server_owner() -> tuple[int, int] | None:
+def server_owner() -> tuple[int, int] | None:
     """uid and gid of the PostgreSQL server, when it runs on this machine (its data directory is here)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('data_directory')")
@@ -131,7 +131,7 @@ class FullTablespace:
 
 @pytest.fixture
 def full_tablespace() -> Iterator[FullTablespace]:
-    owner, mount, umount = _server_owner(), shutil.which("mount"), shutil.which("umount")
+    owner, mount, umount = server_owner(), shutil.which("mount"), shutil.which("umount")
     if owner is None or os.geteuid() != 0 or mount is None or umount is None:
         pytest.skip("needs root and PostgreSQL on this machine (mount a tmpfs for a tablespace)")
     directory = Path(f"/mnt/clinic-full-disk-{uuid.uuid4().hex[:8]}")

@@ -197,3 +197,24 @@ def test_the_admin_saving_on_a_full_disk_is_503_with_retry_after(
     full_tablespace.free()
     assert admin_client.post(ADD, form(branch)).status_code == 302
     assert Patient.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_database_error_raised_outside_any_view_is_503_too(rf: Any) -> None:
+    """Django answers an exception a middleware raised (the session saved on a full disk, say) through
+    handler500, while handling it: a database outage is a 503 there too, problem+json under /api/."""
+    from clinic.api.errors import handler500
+
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DO $$ BEGIN RAISE EXCEPTION 'disk' USING ERRCODE = '53100'; END $$")
+    except DatabaseError:
+        api, page = handler500(rf.get("/api/v1/branches")), handler500(rf.get("/admin/"))
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        bug = handler500(rf.get("/api/v1/branches"))
+
+    assert (api.status_code, api["Content-Type"], api["Retry-After"]) == (503, "application/problem+json", "5")
+    assert (page.status_code, page["Content-Type"], page["Retry-After"]) == (503, "text/plain; charset=utf-8", "5")
+    assert (bug.status_code, bug.has_header("Retry-After")) == (500, False)

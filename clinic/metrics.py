@@ -22,7 +22,8 @@ REQUEST_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 DATABASE_UNAVAILABLE = Counter(
-    "clinic_database_unavailable_total", "Requests answered 503 because PostgreSQL was unreachable."
+    "clinic_database_unavailable_total",
+    "Requests answered 503 because PostgreSQL (or PgBouncer) was unreachable or out of a resource (a full disk).",
 )
 RATELIMIT_FALLBACK = Counter(
     "clinic_ratelimit_fallback_total",

@@ -132,6 +132,7 @@ def notification_send(*, message: Message, channel: str, attempt: int) -> str:
         row.status = NotificationAttempt.Status.SKIPPED
         row.detail = "The patient has no phone number." if channel == Channel.SMS else "The patient has no e-mail."
         row.save()
+        counter_inc("clinic_notification_sends", channel, row.status)
         return row.status
     started = time.monotonic()
     retryable = False

@@ -87,7 +87,7 @@ def test_errors_of_one_statement_are_not_unavailability(sqlstate: str) -> None:
 # --- A real full disk ---------------------------------------------------------------------------------------
 
 
-def _server_owner() -> tuple[int, int] | None:
+def server_owner() -> tuple[int, int] | None:
     """uid and gid of the PostgreSQL server, when it runs on this machine (its data directory is here)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('data_directory')")
@@ -107,7 +107,12 @@ class FullTablespace:
         self.moved: list[str] = []
 
     def move(self, table: str) -> None:
+        """Move an empty table here. Emptied to no pages at all first: tests rolled back earlier leave pages
+        of dead rows, whose room a later INSERT would use without asking the full disk for a new page."""
         with connection.cursor() as cursor:
+            cursor.execute(f'SELECT count(*) FROM "{table}"')  # noqa: S608 - a model's table
+            assert cursor.fetchone()[0] == 0, f"{table} must be empty"
+            cursor.execute(f'TRUNCATE "{table}" CASCADE')
             cursor.execute(f'ALTER TABLE "{table}" SET TABLESPACE {self.name}')
         self.moved.append(table)
 
@@ -131,7 +136,7 @@ class FullTablespace:
 
 @pytest.fixture
 def full_tablespace() -> Iterator[FullTablespace]:
-    owner, mount, umount = _server_owner(), shutil.which("mount"), shutil.which("umount")
+    owner, mount, umount = server_owner(), shutil.which("mount"), shutil.which("umount")
     if owner is None or os.geteuid() != 0 or mount is None or umount is None:
         pytest.skip("needs root and PostgreSQL on this machine (mount a tmpfs for a tablespace)")
     directory = Path(f"/mnt/clinic-full-disk-{uuid.uuid4().hex[:8]}")
@@ -197,3 +202,24 @@ def test_the_admin_saving_on_a_full_disk_is_503_with_retry_after(
     full_tablespace.free()
     assert admin_client.post(ADD, form(branch)).status_code == 302
     assert Patient.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_database_error_raised_outside_any_view_is_503_too(rf: Any) -> None:
+    """Django answers an exception a middleware raised (the session saved on a full disk, say) through
+    handler500, while handling it: a database outage is a 503 there too, problem+json under /api/."""
+    from clinic.api.errors import handler500
+
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DO $$ BEGIN RAISE EXCEPTION 'disk' USING ERRCODE = '53100'; END $$")
+    except DatabaseError:
+        api, page = handler500(rf.get("/api/v1/branches")), handler500(rf.get("/admin/"))
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        bug = handler500(rf.get("/api/v1/branches"))
+
+    assert (api.status_code, api["Content-Type"], api["Retry-After"]) == (503, "application/problem+json", "5")
+    assert (page.status_code, page["Content-Type"], page["Retry-After"]) == (503, "text/plain; charset=utf-8", "5")
+    assert (bug.status_code, bug.has_header("Retry-After")) == (500, False)

@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from clinic import crypto
 from clinic.api.context import request_context
 from clinic.api.renderers import JSONRenderer, dumps
 from clinic.api.request_id import current_request_id
@@ -59,6 +60,12 @@ API_KINDS: dict[str, ProblemKind] = {
     "unsupported_media_type": ProblemKind(415, "Unsupported media type", "Send application/json."),
     "rate_limited": ProblemKind(429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
     "internal_error": ProblemKind(500, "Internal server error", "Report the request_id to support."),
+    "encryption_key_mismatch": ProblemKind(
+        503,
+        "Service unavailable",
+        "A stored value cannot be decrypted with the service's FIELD_ENCRYPTION_KEY (a configuration fault: a "
+        "restore or a key rotation under way); retry after Retry-After.",
+    ),
     "service_unavailable": ProblemKind(
         503,
         "Service unavailable",
@@ -309,6 +316,16 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         headers.update(getattr(exc, "extra_headers", {}))
         return _problem(exc.status_code, code, str(exc.detail), headers)
 
+    if isinstance(exc, crypto.DecryptionError):
+        # A configuration fault, not the request's (docs/backup-and-recovery.md section 7): a 503 the client
+        # retries, never a 500; what it tried to read (an idempotent replay's stored response) stays untouched.
+        logger.error("A stored value cannot be decrypted with FIELD_ENCRYPTION_KEY: answering 503")
+        return _problem(
+            503,
+            "encryption_key_mismatch",
+            "The service cannot read stored data with its configured key; retry later.",
+            {"Retry-After": str(ENCRYPTION_RETRY_AFTER_SECONDS)},
+        )
     if is_database_unavailable(exc):
         logger.warning("Database unavailable: answering 503")
         return _problem(
@@ -323,6 +340,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
 
 # How long a caller should wait when PostgreSQL is unreachable: about one restart of the server.
 DATABASE_RETRY_AFTER_SECONDS = 5
+# ... and when the configured key cannot read stored data: an operator's fix (a roll with the right key).
+ENCRYPTION_RETRY_AFTER_SECONDS = 30
 
 
 # SQLSTATEs that say PostgreSQL (or PgBouncer in front of it) cannot serve right now, whatever the statement:

@@ -518,3 +518,28 @@ def test_a_burst_of_retries_with_one_key_runs_the_handler_once(writer):
         assert_problem(response, 409, "idempotency_key_in_use")
     assert Department.objects.count() == 1
     assert IdempotencyRecord.objects.get().state == IdempotencyRecord.State.COMPLETED
+
+
+@pytest.mark.django_db
+def test_a_replay_whose_stored_response_the_configured_key_cannot_read_is_a_503_and_keeps_the_record(
+    client, writer, settings
+):
+    # A restore started with the wrong FIELD_ENCRYPTION_KEY: the replay was a 500 (issue 35 item 5).
+    from cryptography.fernet import Fernet
+
+    api_client, token = writer
+    settings.FIELD_ENCRYPTION_KEY = Fernet.generate_key().decode()
+    first = post(client, token, CARDIOLOGY, key="sealed-under-a")
+    record = IdempotencyRecord.objects.get(client=api_client, key="sealed-under-a")
+    before = (record.state, record.response_status, record.response_body)
+
+    settings.FIELD_ENCRYPTION_KEY = Fernet.generate_key().decode()  # another key: the stored body is unreadable
+    replay = post(client, token, CARDIOLOGY, key="sealed-under-a")
+
+    assert first.status_code == 201
+    body = assert_problem(replay, 503, "encryption_key_mismatch")
+    assert body["detail"] == "The service cannot read stored data with its configured key; retry later."
+    assert replay["Retry-After"] == "30"
+    record.refresh_from_db()
+    assert (record.state, record.response_status, record.response_body) == before
+    assert Department.objects.filter(name="Cardiology").count() == 1

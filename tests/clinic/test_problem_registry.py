@@ -139,6 +139,12 @@ EXPECTED = {
     ),
     "rate_limited": (429, "Too many requests", "The client exceeded its rate limit; see Retry-After."),
     "internal_error": (500, "Internal server error", "Report the request_id to support."),
+    "encryption_key_mismatch": (
+        503,
+        "Service unavailable",
+        "A stored value cannot be decrypted with the service's FIELD_ENCRYPTION_KEY (a configuration fault: a "
+        "restore or a key rotation under way); retry after Retry-After.",
+    ),
     "service_unavailable": (
         503,
         "Service unavailable",

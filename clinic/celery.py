@@ -64,7 +64,10 @@ def _json_shutdown_lines(**kwargs: Any) -> None:
         record = logging.LogRecord("celery.worker", logging.WARNING, __file__, 0, "%s", (message,), None)
         print(formatter.format(record), file=f, flush=True)
 
-    celery.apps.worker.safe_say = json_say  # type: ignore[attr-defined]
+    # Celery writes its shutdown lines through this module-level function (not a logger); replacing it is the
+    # only way to make them JSON. Typed as Any: celery's stubs do not declare it.
+    worker_module: Any = celery.apps.worker
+    worker_module.safe_say = json_say
 
 
 # A span per task run when OpenTelemetry is on (clinic.tracing); by task id, since a thread pool runs several.

@@ -196,3 +196,19 @@ def test_prescription_and_dispense_pages_label_items_by_drug_never_by_uuid(admin
         labels = [label.strip() for label in re.findall(r"<p>([^<]*)</p>", html)]  # tabular inline rows
         assert f"{world.para.code} x 4" in labels, (page, labels)
         assert not re.search(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} x \d", html), page
+
+
+def test_the_batch_list_filters_by_expiry_status_looking_forward(admin_client, world):
+    expire(world.receive(world.para, "OLD", 9))
+    world.receive(world.para, "SOON", 4, expires_in_days=30)
+    world.receive(world.para, "LATER", 4, expires_in_days=365)
+
+    def listed(status: str) -> list[str]:
+        page = admin_client.get("/admin/pharmacy/batch/", {"expiry": status})
+        assert page.status_code == 200
+        return sorted(batch.batch_number for batch in page.context["cl"].result_list)
+
+    assert listed("expired") == ["OLD"]
+    assert listed("expiring") == ["SOON"]
+    assert listed("in_date") == ["LATER"]
+    assert "Expires within 90 days" in admin_client.get("/admin/pharmacy/batch/").content.decode()

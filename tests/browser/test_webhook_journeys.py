@@ -85,7 +85,7 @@ def test_create_a_subscription_see_its_secret_once_and_read_a_test_delivery(admi
     assert page.input_value("#id_extra_headers") == "X-Tenant: ••••••••"
     page.goto(SUBSCRIPTIONS)
     cells = [cell.strip() for cell in page.locator("#result_list tbody tr").first.locator("th, td").all_inner_texts()]
-    assert cells[1:4] == ["Hospital ERP", receiver.url(), "booked cancelled"]
+    assert cells[1:4] == ["Hospital ERP", receiver.url(), "appointment.booked, appointment.cancelled"]
     assert cells[4] == "BLR"
     assert secret not in page.content()
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Window
 
 from integrations.fhir import elements
 from integrations.fhir.outcome import FhirError
@@ -224,18 +224,26 @@ class Page:
 
 
 def page(client: ApiClient, resource: ResourceType, request: SearchRequest) -> Page:
-    """The page's rows and the total: one COUNT (none under `_total=none`), the page's ids, then their rows
-    (no ids and rows under `_summary=count`).
+    """The page's rows and the total: the page's ids with the total (a window count; none under
+    `_total=none`), then their rows (a COUNT alone under `_summary=count`, or for a page past the end).
 
     The ids first, then the rows (a "deferred join"): the id query reads only what the filters and the order
     need, from indexes where they carry it, so a name matching 10,000 patients sorts 10,000 index entries
     rather than fetching 10,000 table rows for the 20 shown. Without a total, one id more than the page
     says whether a next page exists."""
     found = rows(client, resource, request)
-    total = found.count() if request.total != "none" or request.count_only else None
-    if request.count_only or (total is not None and request.offset >= total):
-        return Page([], total, more=False)
-    ids = list(found.values_list("pk", flat=True)[request.offset : request.offset + request.count + 1])
+    if request.count_only:
+        return Page([], found.count(), more=False)
+    window = slice(request.offset, request.offset + request.count + 1)
+    total: int | None = None
+    if request.total == "none":
+        ids = list(found.values_list("pk", flat=True)[window])
+    else:
+        # The total with the page's ids, in one pass over the matches (COUNT(*) OVER ()): a patient with
+        # 3,800 lab results read them twice, once to count and once to page (issue 34, Observation?patient=).
+        counted = list(found.annotate(_total=Window(Count("pk"))).values_list("pk", "_total")[window])
+        ids = [key for key, _ in counted]
+        total = counted[0][1] if counted else (found.count() if request.offset else 0)
     more = len(ids) > request.count
     ids = ids[: request.count]
     by_id = {row.pk: row for row in resource.rows(client).filter(pk__in=ids)}

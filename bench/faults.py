@@ -71,7 +71,7 @@ RESULTS = ROOT / "bench" / "results"
 BOOKERS = 4
 PACE_SECONDS = 0.15  # each client thread's pause between requests: a bounded load, not a benchmark
 GIVE_UP_SECONDS = 90  # a booking still unresolved after this is a failure
-WRITE_SECONDS = 10  # CONTRACT section 23: every retried write completes within 10 s (of its fault's end)
+WRITE_SECONDS = 10  # docs/operations.md §5: every retried write completes within 10 s (of its fault's end)
 DISK_FULL_SECONDS = 15
 SMALL_DISK_MB = 384
 
@@ -668,7 +668,7 @@ def phase_figures(
 
 
 def non_json_lines(folder: Path) -> dict[str, int]:
-    """Lines of the roles' output that are not one JSON object (CONTRACT section 23: every line, DEBUG off)."""
+    """Lines of the roles' output that are not one JSON object (docs/operations.md §10: every line, DEBUG off)."""
     counts: dict[str, int] = {}
     for log in sorted(folder.glob("*.log")):
         if log.stem in ("redis", "haproxy"):

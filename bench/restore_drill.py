@@ -38,13 +38,14 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import fault_services  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -59,19 +60,9 @@ def say(message: str) -> None:
     print(f"[drill {time.monotonic() - STARTED:5.1f}s] {message}", flush=True)
 
 
-def free_port(low: int = 55400, high: int = 55499) -> int:
-    """A port in [low, high] nobody listens on (bench/fault_services.py's rule, kept clear of its ranges)."""
-    for port in range(low, high + 1):
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {low}-{high}")
+def free_port() -> int:
+    """A port nobody listens on, in a range kept clear of the fault suite's (bench/fault_services.py)."""
+    return fault_services.free_port(55400, 55499)
 
 
 class Drill:

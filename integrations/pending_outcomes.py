@@ -1,6 +1,6 @@
 """Outcomes of sends that PostgreSQL refused to record, kept in Redis until it accepts them.
 
-Contract §23 and docs/operations.md §5: during a full disk (or any other refusal of writes) a webhook or an
+docs/operations.md §5: during a full disk (or any other refusal of writes) a webhook or an
 SMS that went out must not go out again because its outcome could not be written. The worker that sent it
 hands the outcome to a Redis hash (one field per delivery or dedupe key) and queues a task that only
 records, retried with backoff; the relays (Celery beat) drain the hash too, in case that task is lost. The

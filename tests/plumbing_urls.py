@@ -7,6 +7,8 @@ Use with `@pytest.mark.urls("tests.plumbing_urls")`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.urls import path
@@ -21,6 +23,19 @@ from clinic.urls import urlpatterns as project_urlpatterns
 
 # Tests set this to hold a request inside its handler (in-flight idempotency).
 handler_gate: dict[str, threading.Event | None] = {"entered": None, "release": None}
+
+
+@contextmanager
+def held_in_handler() -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Hold POST /api/v1/test/departments inside its handler: `entered` is set once a request is there, and
+    it goes on when `release` is set (always set on the way out)."""
+    entered, release = threading.Event(), threading.Event()
+    handler_gate.update(entered=entered, release=release)
+    try:
+        yield entered, release
+    finally:
+        release.set()
+        handler_gate.update(entered=None, release=None)
 
 
 class AddressSerializer(StrictSerializer):

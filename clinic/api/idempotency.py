@@ -1,6 +1,6 @@
 """Idempotency-Key handling for POST, PATCH and DELETE, stored in PostgreSQL per client and key for 24 hours.
 
-1. The key is reserved, the handler runs and its response is stored in ONE transaction (contract §23):
+1. The key is reserved, the handler runs and its response is stored in ONE transaction (docs/api-rules.md §4):
    the reservation exists only if the domain change commits. Whatever breaks the request (PostgreSQL,
    PgBouncer, the network, a killed worker), PostgreSQL rolls the transaction back, so nothing outlives
    it and the retry is executed, not refused. (The previous release reserved in a transaction of its

@@ -3,7 +3,7 @@
 `X-Total-Count` holds the number of matching rows; `Link` (RFC 8288) has first, prev, next and last.
 `page` >= 1 and `per_page` 1..100 are validated (400 naming the parameter); a page past the end is `[]`.
 
-Paging is stable (CONTRACT §21): a list of records is read as it stood at `as_of`, the instant of its first
+Paging is stable (docs/api-rules.md §5.6): a list of records is read as it stood at `as_of`, the instant of its first
 page, which every `Link` URL carries; a record added after it (a patient registered between page 1 and page 2,
 which goes first in a newest-first list) is left out of the later pages instead of pushing a row of page 1
 onto page 2. Lists that are not of records (stock levels, an aggregate per drug) take no boundary.

@@ -24,7 +24,7 @@ class Doc:
 @dataclass(frozen=True)
 class Deprecated:
     """A field kept in v1 for older clients, marked `deprecated: true` in the OpenAPI document; `use` names the
-    field that replaces it (an older self-reference such as `order_id` replaced by `id`, CONTRACT §21)."""
+    field that replaces it (an older self-reference such as `order_id` replaced by `id`, docs/api-rules.md §1)."""
 
     use: str
 

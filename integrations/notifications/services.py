@@ -4,7 +4,7 @@ The domain app decides when a notification is due and builds its text; this modu
 kinds of the registry (integrations.webhooks.registry) and which of them the settings switch on. Every attempt is a NotificationAttempt row; a channel already sent for the same dedupe key
 is never sent again, so a task redelivered after a worker crash does not text the patient twice.
 
-A send whose attempt PostgreSQL refuses to record (a full disk: contract §23) is handed to Redis
+A send whose attempt PostgreSQL refuses to record (a full disk: docs/operations.md §5) is handed to Redis
 (integrations.pending_outcomes) and recorded later by a task that only records; until then the send
 counts as recorded: the outbox's retry of the message finds it there and does not text the patient again.
 """

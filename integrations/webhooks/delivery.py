@@ -7,7 +7,7 @@ its outcome is written with the next attempt time in the row; short waits (the 5
 with a countdown, longer ones are left to the relay. A worker that dies mid-attempt leaves its claim
 behind; when the lease runs out the relay hands the delivery to another worker, logging the lost attempt.
 
-An outcome PostgreSQL refuses to record (a full disk: contract §23) is handed to Redis
+An outcome PostgreSQL refuses to record (a full disk: docs/operations.md §5) is handed to Redis
 (integrations.pending_outcomes) and recorded by a task that only records, retried until PostgreSQL accepts
 it; while it waits there, neither the relay nor a task reclaims the delivery when its lease runs out, so
 the receiver is not sent it again. At least once remains only where the outcome is lost before it reaches

@@ -1,4 +1,4 @@
-"""Idempotency-Key on POST (contract section 4), through the test-only POST /api/v1/test/departments,
+"""Idempotency-Key on POST (docs/api-rules.md §4), through the test-only POST /api/v1/test/departments,
 which creates a Department: replays and refusals are checked against the rows in the database."""
 
 from __future__ import annotations
@@ -327,13 +327,8 @@ def test_purge_expired_deletes_only_records_older_than_24_hours(writer):
 @pytest.fixture
 def gate():
     """Hold POST /api/v1/test/departments inside its handler until `release` is set."""
-    entered, release = threading.Event(), threading.Event()
-    plumbing_urls.handler_gate.update(entered=entered, release=release)
-    try:
-        yield entered, release
-    finally:
-        release.set()
-        plumbing_urls.handler_gate.update(entered=None, release=None)
+    with plumbing_urls.held_in_handler() as held:
+        yield held
 
 
 def run_in_thread(target: Any, results: dict[str, Any], name: str) -> threading.Thread:
@@ -458,7 +453,7 @@ def allow_connections(allowed: bool) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_request_whose_connection_is_killed_mid_handler_leaves_no_reservation_and_its_retry_executes(writer, gate):
-    """Contract §23: PgBouncer or PostgreSQL restarted, the network cut: the server ends the session under the
+    """docs/api-rules.md §4: PgBouncer or PostgreSQL restarted, the network cut: the server ends the session under the
     handler and takes a while to come back, so nothing can be cleaned up after the request. The retry with
     the same key is executed as soon as the database is back, never refused (it was 409 for
     IDEMPOTENCY_STALE_AFTER_SECONDS when the reservation was committed on its own)."""

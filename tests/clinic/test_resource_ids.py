@@ -1,4 +1,4 @@
-"""CONTRACT §21: every resource representation has `id`; the older self-references (`order_id`, `prescription_id`,
+"""docs/api-rules.md §1: every resource representation has `id`; the older self-references (`order_id`, `prescription_id`,
 `dispense_id`, `batch_id`, `line_id`, `result_id`, ...) stay in v1 as deprecated aliases of it. The exact-body
 tests of each resource (tests/lab/test_orders_api.py, tests/pharmacy/*, tests/emr/test_record_api.py,
 tests/appointments/test_booking.py) prove that the alias carries the same value as `id`; these walk the

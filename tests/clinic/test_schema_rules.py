@@ -1,4 +1,4 @@
-"""The OpenAPI document states the rules the server enforces (contract §21), and the server answers as it
+"""The OpenAPI document states the rules the server enforces (docs/api-rules.md §17), and the server answers as it
 states: request bodies closed to unknown fields, a payment's reference required by mode, printable ids and
 Idempotency-Key, 405 and 406 problems, `Cache-Control: no-store`, and PDFs as binary bodies."""
 

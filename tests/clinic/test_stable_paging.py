@@ -1,4 +1,4 @@
-"""CONTRACT §21: paging is stable. The `Link` URLs of a list carry the first page's instant (`as_of`); a record
+"""docs/api-rules.md §5.6: paging is stable. The `Link` URLs of a list carry the first page's instant (`as_of`); a record
 added after it never shifts the later pages: the patients' newest-first list (a registration goes first) and
 its search (both read from counters and SQL of their own), and a list read through the shared paginator (the
 doctors, by name: "Dr. AA" goes first)."""

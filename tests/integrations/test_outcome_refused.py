@@ -1,4 +1,4 @@
-"""A send whose outcome PostgreSQL refuses to record is not sent again (contract §23, docs/operations.md §5).
+"""A send whose outcome PostgreSQL refuses to record is not sent again (docs/operations.md §5).
 
 During a full disk 51 of 676 webhook deliveries and 9 SMS went out twice: the outcome write failed, the
 claim ran out and the relay sent them again. Here PostgreSQL refuses the outcome's INSERT with the full

@@ -1,4 +1,4 @@
-"""PostgreSQL out of a resource (contract §23, docs/operations.md §5): 503 with Retry-After, never a 500.
+"""PostgreSQL out of a resource (docs/operations.md §5): 503 with Retry-After, never a 500.
 
 The mapping is checked against errors PostgreSQL itself raises (a `DO` block raising each SQLSTATE, as the
 server's errors reach psycopg), and end to end against a real full disk: a tablespace on a small tmpfs,

@@ -1,4 +1,4 @@
-"""The migrate role takes a PostgreSQL advisory lock (docs/operations.md section 1, CONTRACT section 23): two
+"""The migrate role takes a PostgreSQL advisory lock (docs/operations.md section 1): two
 `docker/entrypoint.sh migrate` processes started at once on a fresh database both exit 0 and every migration is
 applied once, straight to PostgreSQL and through a real PgBouncer in transaction mode with the manifests'
 settings (bench/fault_services.py reads them from deploy/kubernetes/base/pgbouncer.yaml). Without the lock

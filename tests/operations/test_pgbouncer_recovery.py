@@ -1,4 +1,4 @@
-"""Behind a real PgBouncer in transaction mode (contract §23): a PgBouncer restart under a write leaves no
+"""Behind a real PgBouncer in transaction mode (docs/operations.md §5 and §7): a PgBouncer restart under a write leaves no
 idempotency reservation behind (the retry with the same key is executed, not refused with 409 for two
 minutes as before), and PgBouncer's own errors (`query_wait_timeout`) are 503 with Retry-After.
 
@@ -132,13 +132,8 @@ def pgbouncer() -> Iterator[PgBouncer]:
 
 @pytest.fixture
 def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
-    entered, release = threading.Event(), threading.Event()
-    plumbing_urls.handler_gate.update(entered=entered, release=release)
-    try:
-        yield entered, release
-    finally:
-        release.set()
-        plumbing_urls.handler_gate.update(entered=None, release=None)
+    with plumbing_urls.held_in_handler() as held:
+        yield held
 
 
 def post(client: Client, token: str, key: str) -> Any:

@@ -1,4 +1,4 @@
-"""PostgreSQL's own log holds no patient data (CONTRACT section 23, docs/operations.md section 9): every bundled
+"""PostgreSQL's own log holds no patient data (docs/operations.md section 9): every bundled
 PostgreSQL (compose's, the quick start's embedded one, the fault suite's) runs with log_min_error_statement =
 panic and log_error_verbosity = terse, and on a real cluster so configured a unique violation leaves neither
 the statement (with client-side binding it holds the values) nor the DETAIL line (`Key (phone)=(...)`) in

@@ -1,4 +1,4 @@
-"""With DEBUG off every line every role writes is one JSON object (CONTRACT section 23, docs/operations.md
+"""With DEBUG off every line every role writes is one JSON object (docs/operations.md
 section 10), the gunicorn access and error logs included, and a clean start and stop writes no error line
 (gunicorn logged `[ERROR] Control server error` at every start on a read-only $HOME). The roles run as the
 image runs them, through docker/entrypoint.sh (as .ci/production_roles does), against the test database and

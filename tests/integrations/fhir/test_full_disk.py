@@ -1,4 +1,4 @@
-"""FHIR on a full disk (contract §23): the $export kick-off, a write, answers 503 with Retry-After in an
+"""FHIR on a full disk (docs/operations.md §5): the $export kick-off, a write, answers 503 with Retry-After in an
 OperationOutcome that says why, never a 500; once there is room again the same request is accepted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Search as the FHIR specification has it (docs/fhir.md §4, CONTRACT §20): token `system|`, `|code`;
+"""Search as the FHIR specification has it (docs/fhir.md §4): token `system|`, `|code`;
 `_summary`, `_elements`, `_total`, `_lastUpdated`; `_count` capped; ETag and If-None-Match on reads; JSON
 only, XML asked for is 406. Every resource the server emits is checked against the R4 models of
 fhir.resources by the server itself under the tests (conftest); subsetted ones are checked here again."""

@@ -1,10 +1,12 @@
 from typing import Any, cast
 
 from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.db.models import Count
 from django.http import HttpRequest
 
-from clinic.models import Branch, Department, Doctor, RecordChange
+from clinic.models import Branch, Department, Doctor, RecordChange, StaffProfile
 
 
 @admin.register(Branch)
@@ -74,3 +76,31 @@ class RecordChangeAdmin(admin.ModelAdmin):
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # The record pages link here filtered by object_id or patient_id.
         return lookup in {"object_id", "patient_id"} or super().lookup_allowed(lookup, value, request)
+
+
+class StaffProfileInline(admin.StackedInline):
+    model = StaffProfile
+    can_delete = False
+    verbose_name = verbose_name_plural = "branches"
+    filter_horizontal = ["branches"]
+    fields = ["branches", "network_wide"]
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class StaffUserAdmin(UserAdmin):
+    """Django's user page with where the user works: their branches, or network-wide (docs/staff.md). The role
+    is a group (administrator, receptionist, lab technician, pharmacist, accountant)."""
+
+    inlines = [StaffProfileInline]
+    list_display = ["username", "first_name", "last_name", "roles", "is_active", "is_superuser"]
+    list_filter = ["groups", "is_active", "is_superuser", "staff_profile__branches"]
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description="roles")
+    def roles(self, obj: Any) -> str:
+        return ", ".join(group.name for group in obj.groups.all())

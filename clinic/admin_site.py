@@ -29,6 +29,7 @@ from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
 from clinic.api.network import client_ip
 
 logger = logging.getLogger(__name__)
@@ -171,9 +172,12 @@ class ClinicAdminSite(OTPAdminSite):
         return super().login(request, {"enrol_hint": ENROL_HINT, **(extra_context or {})})
 
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
-        """Every app's admin, and each of its inlines, without delete links on related lookups."""
-        admin_class = _with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks)
-        inlines = [_with_base(inline, _InlineNoDeleteLinks) for inline in admin_class.inlines]
+        """Every app's admin, and each of its inlines, without delete links on related lookups and limited to
+        the staff member's branches (clinic.admin_branches)."""
+        admin_class = _with_base(_with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks), BranchScopedAdmin)
+        inlines = [
+            _with_base(_with_base(inline, _InlineNoDeleteLinks), BranchScopedInline) for inline in admin_class.inlines
+        ]
         if inlines != list(admin_class.inlines):
             admin_class = type(
                 admin_class.__name__, (admin_class,), {"__module__": admin_class.__module__, "inlines": inlines}

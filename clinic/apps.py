@@ -9,7 +9,13 @@ class ClinicConfig(AppConfig):
     verbose_name = "Organisation"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from clinic import replica  # noqa: F401 - connects the request signals that select the read replica
+        from clinic.roles import role_groups_sync
+
+        # The role groups follow clinic.roles after every migrate, as Django's own permissions do.
+        post_migrate.connect(role_groups_sync, sender=self, dispatch_uid="clinic.roles.role_groups_sync")
 
 
 class ClinicAdminConfig(admin_apps.AdminConfig):

@@ -7,6 +7,7 @@ import uuid
 import zoneinfo
 from typing import Any, Self
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -276,3 +277,30 @@ class EncryptionCanary(models.Model):
 
     def __str__(self) -> str:
         return f"encryption canary written {self.written_at:%Y-%m-%d %H:%M}"
+
+
+class StaffProfile(models.Model):
+    """Where a staff user works: the branches whose rows they see and change in the admin (docs/staff.md).
+
+    A user with no profile, or with no branches, sees no branch's rows unless marked network-wide; a
+    superuser too, so an account never reaches every branch by default."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="staff_profile"
+    )
+    branches = models.ManyToManyField(
+        Branch, blank=True, related_name="+", help_text="The branches this user works at and sees in the admin."
+    )
+    network_wide = models.BooleanField(
+        "network-wide",
+        default=False,
+        help_text="Sees and changes every branch's rows, whatever branches are chosen (network administrators, "
+        "head-office accounts).",
+    )
+
+    class Meta:
+        verbose_name = "staff branches"
+        verbose_name_plural = "staff branches"
+
+    def __str__(self) -> str:
+        return f"branches of {self.user}"

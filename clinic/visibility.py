@@ -46,6 +46,12 @@ def client_branch_ids_known(client: BranchRestricted, ids: Iterable[uuid.UUID]) 
     client.__dict__[_BRANCH_IDS] = frozenset(ids) or None
 
 
+def reader_branch_ids_fixed(reader: Any, ids: frozenset[uuid.UUID] | None) -> None:
+    """Fix a reader's restriction as given, where no branches means none (a staff member, clinic.staff),
+    not every branch as for an API client: None alone is unrestricted."""
+    reader.__dict__[_BRANCH_IDS] = ids
+
+
 def client_sees_branch(client: BranchRestricted, branch_id: uuid.UUID | None) -> bool:
     """Whether a branch id the client named (not a loaded row) is one of its branches: for choosing a default
     branch among candidates, never for checking a row after it was loaded."""

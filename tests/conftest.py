@@ -33,6 +33,17 @@ def _test_hosts(settings: Any) -> None:
 
 
 @pytest.fixture
+def admin_user(db: None, django_user_model: Any, django_username_field: str) -> Any:
+    """pytest-django's superuser, marked network-wide: a superuser sees every branch only when marked so."""
+    from tests.factories import network_wide
+
+    user = django_user_model._default_manager.create_superuser(
+        **{django_username_field: "admin"}, email="admin@example.com", password="password"
+    )
+    return network_wide(user)
+
+
+@pytest.fixture
 def api_client_factory(db: None) -> Callable[..., Any]:
     """Create an API client: api_client_factory(scopes=[...], branches=[...], ip_allowlist=[...], ...)."""
 

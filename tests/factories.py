@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 from oauth2_provider.generators import generate_client_secret
 
@@ -66,3 +68,20 @@ class ApiClientFactory(factory.django.DjangoModelFactory):
     def branches(self, create, extracted, **kwargs):
         if create and extracted:
             self.branches.set(extracted)
+
+
+def network_wide(user: Any) -> Any:
+    """Mark a staff user network-wide (every branch's rows in the admin)."""
+    from clinic.models import StaffProfile
+
+    StaffProfile.objects.update_or_create(user=user, defaults={"network_wide": True})
+    return user
+
+
+def staff_of(user: Any, *branches: Any) -> Any:
+    """Limit a staff user to these branches."""
+    from clinic.models import StaffProfile
+
+    profile, _ = StaffProfile.objects.update_or_create(user=user, defaults={"network_wide": False})
+    profile.branches.set(branches)
+    return user

@@ -93,7 +93,9 @@ def admin_page(page: Any, django_user_model: Any, settings: Any) -> Any:
     from django_otp.plugins.otp_totp.models import TOTPDevice
 
     settings.ADMIN_REQUIRE_2FA = True
-    user = django_user_model.objects.create_superuser("staff", "staff@clinic.invalid", ADMIN_PASSWORD)
+    from tests.factories import network_wide
+
+    user = network_wide(django_user_model.objects.create_superuser("staff", "staff@clinic.invalid", ADMIN_PASSWORD))
     device = TOTPDevice.objects.create(user=user, name="phone", confirmed=True)
     page.goto("/admin/login/?next=/admin/")
     page.fill("#id_username", "staff")

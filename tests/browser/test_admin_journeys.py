@@ -12,7 +12,7 @@ from django.utils import timezone
 from appointments.models import DoctorLeave, WeeklySession
 from integrations.models import ApiClient
 from tests.appointments.factories import AppointmentFactory, future_monday
-from tests.factories import ApiClientFactory, BranchFactory, DoctorFactory
+from tests.factories import ApiClientFactory, BranchFactory, DoctorFactory, network_wide
 from tests.patients.factories import PatientFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,7 +216,7 @@ def test_signing_in_needs_the_authenticator_code_when_two_factor_is_on(page, dja
     from tests.browser.conftest import ADMIN_PASSWORD, current_totp_code
 
     settings.ADMIN_REQUIRE_2FA = True
-    user = django_user_model.objects.create_superuser("asha", "asha@clinic.invalid", ADMIN_PASSWORD)
+    user = network_wide(django_user_model.objects.create_superuser("asha", "asha@clinic.invalid", ADMIN_PASSWORD))
     device = TOTPDevice.objects.create(user=user, name="phone", confirmed=True)
     page.goto("/admin/login/?next=/admin/")
     page.fill("#id_username", "asha")

@@ -14,7 +14,7 @@ from integrations.models import AuditLogEntry, NotificationAttempt
 from patients.models import Patient
 from tests.appointments.factories import AppointmentFactory
 from tests.billing.factories import make_invoice, pay
-from tests.factories import BranchFactory, DoctorFactory
+from tests.factories import BranchFactory, DoctorFactory, network_wide
 from tests.patients.factories import DiagnosisFactory, PatientFactory, VisitFactory
 from tests.patients.test_admin import form
 
@@ -25,7 +25,7 @@ AGENT = "Mozilla/5.0 (front desk)"
 
 @pytest.fixture
 def staff(django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_superuser("asha", "asha@clinic.invalid", None)
+    user = network_wide(django_user_model.objects.create_superuser("asha", "asha@clinic.invalid", None))
     client = Client(HTTP_USER_AGENT=AGENT)
     client.force_login(user)
     return client

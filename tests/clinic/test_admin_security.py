@@ -27,6 +27,7 @@ from django_otp.oath import totp
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from clinic.admin_site import ENROL_HINT, LOGIN_AT_SESSION_KEY
+from tests.factories import network_wide
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +46,7 @@ def _fast_hashing(settings: Any) -> None:
 
 
 def make_staff(username: str = "asha") -> Any:
-    return get_user_model().objects.create_superuser(username, f"{username}@clinic.invalid", PASSWORD)
+    return network_wide(get_user_model().objects.create_superuser(username, f"{username}@clinic.invalid", PASSWORD))
 
 
 def log_in(client: Client, username: str, password: str, ip: str = "203.0.113.7", **extra: Any) -> Any:

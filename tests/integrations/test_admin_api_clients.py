@@ -12,7 +12,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, get_grant_model, get_id_token_model, get_refresh_token_model
 
 from integrations.models import ApiClient, AuditLogEntry
-from tests.factories import BranchFactory
+from tests.factories import BranchFactory, network_wide
 from tests.helpers import bearer, exchange, shown_secret
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +24,9 @@ CLIENT_ID_RE = re.compile(r'<code id="client-id">([^<]+)</code>')
 
 @pytest.fixture
 def superuser(django_user_model):
-    return django_user_model.objects.create_superuser("root", "root@example.com", None)  # force_login: no slow hash
+    return network_wide(
+        django_user_model.objects.create_superuser("root", "root@example.com", None)
+    )  # force_login: no slow hash
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from oauth2_provider.models import AccessToken
 from integrations.clients.hashers import ClientSecretHasher
 from integrations.clients.services import api_client_create, api_client_rotate_secret
 from integrations.models import ApiClient, AuditLogEntry
-from tests.factories import BranchFactory
+from tests.factories import BranchFactory, network_wide
 from tests.helpers import TOKEN_URL, bearer, exchange
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +115,9 @@ def test_wrong_secret_does_not_verify_even_with_fallbacks(settings):
 def test_plaintext_secret_never_appears_in_later_responses(client, django_user_model, api_client_factory):
     BranchFactory(code="BLR")
     api_client = api_client_factory(scopes=["appointments:read"])
-    admin = django_user_model.objects.create_superuser("root", "root@example.com", None)  # force_login: no slow hash
+    admin = network_wide(
+        django_user_model.objects.create_superuser("root", "root@example.com", None)
+    )  # force_login: no slow hash
     secret = api_client.secret.encode()
 
     token_response = exchange(client, api_client.client_id, api_client.secret)

@@ -27,7 +27,7 @@ from integrations.webhooks.registry import (
     event_kinds,
     event_kinds_notifying,
 )
-from tests.factories import BranchFactory
+from tests.factories import BranchFactory, network_wide
 from tests.integrations.webhook_receiver import ALL_KINDS, fake_dns, subscribe
 
 __all__ = ["fake_dns"]
@@ -55,7 +55,7 @@ def widget_registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", None))
+    client.force_login(network_wide(django_user_model.objects.create_superuser("root", "root@example.com", None)))
     return client
 
 

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from oauth2_provider.models import AccessToken
 
 from integrations.models import ApiClient
-from tests.factories import ApiClientFactory
+from tests.factories import ApiClientFactory, network_wide
 from tests.helpers import exchange
 from tests.integrations.test_smart_backend_services import ec_key, post_assertion, public_jwk, rsa_key, sign
 from tests.integrations.webhook_receiver import Reply, receiver  # noqa: F401 - a fixture
@@ -30,7 +30,7 @@ PRIVATE_KEY_MESSAGE = (
 
 @pytest.fixture
 def admin_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", None))
+    client.force_login(network_wide(django_user_model.objects.create_superuser("root", "root@example.com", None)))
     return client
 
 

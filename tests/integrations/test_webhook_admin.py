@@ -15,7 +15,7 @@ from integrations.webhooks import delivery as delivery_module
 from integrations.webhooks.events import event_publish
 from integrations.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from integrations.webhooks.registry import event_kinds
-from tests.factories import BranchFactory
+from tests.factories import BranchFactory, network_wide
 from tests.helpers import shown_secret, wait_until
 from tests.integrations.webhook_receiver import Reply, fake_dns, receiver, subscribe, verify
 from tests.worker import celery_worker
@@ -30,7 +30,7 @@ PAYLOAD = {"appointment": {"appointment_id": "3f0b3c1e-7f7e-4a9e-b1b5-2d6a9d4f8e
 
 @pytest.fixture
 def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", None))
+    client.force_login(network_wide(django_user_model.objects.create_superuser("root", "root@example.com", None)))
     return client
 
 

@@ -8,9 +8,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from clinic.models import StaffProfile
+from clinic.roles import ADMINISTRATOR
 from integrations.clients.scopes import SCOPES
 from integrations.clients.services import api_client_create
 from integrations.models import ApiClient
@@ -29,7 +32,10 @@ class Command(BaseCommand):
         users = get_user_model().objects
         if not users.filter(is_superuser=True).exists():
             password = secrets.token_urlsafe(12)
-            users.create_superuser("admin", "admin@example.com", password)
+            admin = users.create_superuser("admin", "admin@example.com", password)
+            # The demo's administrator works across the network; other accounts get branches (docs/staff.md).
+            StaffProfile.objects.create(user=admin, network_wide=True)
+            admin.groups.add(Group.objects.get(name=ADMINISTRATOR))
             self.stdout.write(self.style.SUCCESS(f"Admin user created: admin / {password}   ({base}/admin/)"))
         else:
             self.stdout.write("Admin user exists (reset with: python manage.py changepassword admin).")

@@ -17,6 +17,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db.models import ForeignObjectRel, QuerySet
 from django.http import HttpRequest
 
+from clinic.admin_pagination import CappedCountPaginator
 from clinic.staff import branch_path_of, visible_to_staff
 
 
@@ -57,7 +58,11 @@ def _relation_at(model: type[Any], path: str) -> Any:
 
 
 class BranchScopedAdmin(admin.ModelAdmin):
-    """Rows, related choices and filter choices as the staff member's branches allow."""
+    """Rows, related choices and filter choices as the staff member's branches allow; counts capped
+    (clinic.admin_pagination) and never a second, unfiltered count."""
+
+    paginator = CappedCountPaginator
+    show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return visible_to_staff(super().get_queryset(request), request.user)

@@ -104,7 +104,9 @@ APPEND_SLASH = False  # API paths have no trailing slash; a redirect would drop 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # clinic/templates first: its admin/ templates override django.contrib.admin's, which is listed
+        # before clinic in INSTALLED_APPS (it must be, for the two-factor site to be the default).
+        "DIRS": [BASE_DIR / "clinic" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

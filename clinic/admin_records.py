@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from clinic.admin_actions import apply_to_each, reason_confirmation
+from clinic.admin_columns import yes_no
 from clinic.models import EnteredInErrorModel, RecordChange
 from clinic.records import clinical_record_mark_entered_in_error, record_change_write
 
@@ -206,9 +207,9 @@ class ClinicalRecordAdminMixin(NoDeleteAdminMixin, RecordHistoryAdminMixin):
             actions["mark_entered_in_error"] = (func, "mark_entered_in_error", cast(Any, func).short_description)
         return actions
 
-    @admin.display(description="entered in error", boolean=True)
-    def entered_in_error_flag(self, obj: EnteredInErrorModel) -> bool:
-        return obj.entered_in_error
+    @admin.display(description="entered in error", ordering="entered_in_error")
+    def entered_in_error_flag(self, obj: EnteredInErrorModel) -> str:
+        return yes_no(obj.entered_in_error)
 
     @admin.action(description="Mark the selected records entered in error")
     def mark_entered_in_error(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:

@@ -30,6 +30,7 @@ from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
+from clinic.admin_columns import BooleansInWords
 from clinic.api.network import client_ip
 
 logger = logging.getLogger(__name__)
@@ -173,8 +174,9 @@ class ClinicAdminSite(OTPAdminSite):
 
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
         """Every app's admin, and each of its inlines, without delete links on related lookups and limited to
-        the staff member's branches (clinic.admin_branches)."""
-        admin_class = _with_base(_with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks), BranchScopedAdmin)
+        the staff member's branches (clinic.admin_branches), with yes/no columns in words (clinic.admin_columns)."""
+        admin_class = _with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks)
+        admin_class = _with_base(_with_base(admin_class, BooleansInWords), BranchScopedAdmin)
         inlines = [
             _with_base(_with_base(inline, _InlineNoDeleteLinks), BranchScopedInline) for inline in admin_class.inlines
         ]

@@ -207,3 +207,12 @@ def test_counts_past_the_cap_say_more_than_ten_thousand(admin_client, monkeypatc
     monkeypatch.setattr(admin_pagination, "COUNT_CAP", 3)
     page = admin_client.get("/admin/patients/patient/").content.decode()
     assert "more than 3 patients" in page
+
+
+def test_yes_no_columns_read_in_words_in_every_list(admin_client, demo):
+    for url in ("/admin/clinic/branch/", "/admin/auth/user/", "/admin/patients/visit/", "/admin/billing/invoice/"):
+        page = admin_client.get(url).content.decode()
+        assert "icon-yes.svg" not in page, url
+        assert "icon-no.svg" not in page, url
+    branches = admin_client.get("/admin/clinic/branch/").content.decode()
+    assert '<td class="field-is_active_in_words">Yes</td>' in branches

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.admin import AdminSite
@@ -81,7 +82,9 @@ def collections_view(site: AdminSite, request: HttpRequest) -> HttpResponse:
         "form": form,
         "branch": branch,
         "collections": collections,
-        "csv_query": f"branch={branch.pk}&day={collections.day.isoformat()}&export=csv" if collections else "",
+        "csv_query": urlencode({"branch": branch.pk, "day": collections.day, "export": "csv"})
+        if branch and collections
+        else "",
     }
     return TemplateResponse(request, "admin/billing/payment/collections.html", context)
 

@@ -34,6 +34,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
 from clinic.admin_sections import grouped_app_list
 from clinic.api.network import client_ip
+from clinic.dashboard import dashboard_sections
 
 logger = logging.getLogger(__name__)
 
@@ -177,8 +178,6 @@ class ClinicAdminSite(OTPAdminSite):
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
         """The home page: the dashboard of the user's roles above the app list grouped by work."""
-        from clinic.dashboard import dashboard_sections
-
         return super().index(request, {"dashboard": dashboard_sections(request), **(extra_context or {})})
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:

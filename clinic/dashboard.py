@@ -1,4 +1,4 @@
-"""The admin's home page per role (docs/staff_h4.md): at-a-glance numbers and charts, each linking to the
+"""The admin's home page per role (docs/staff.md): at-a-glance numbers and charts, each linking to the
 list that shows the same rows. Which sections a staff member sees follows their permissions (a receptionist
 sees the front desk; an administrator every section); every number is read through `staff_reader`, so it
 counts the rows of their branches only. Like the commands that span every app, this interface composes the

@@ -1,5 +1,5 @@
 """Demo staff (make run): one account per role at each demo branch, and a network-wide administrator who is not
-a superuser, so each role's home page and journeys can be tried as its staff see them (docs/staff_h4.md)."""
+a superuser, so each role's home page and journeys can be tried as its staff see them (docs/staff.md)."""
 
 from __future__ import annotations
 

@@ -83,7 +83,8 @@ def test_an_accountant_follows_todays_collections_from_the_home_page_to_the_csv(
     download = download_info.value
     today = timezone.localtime(timezone.now(), blr.zone).date().isoformat()
     assert download.suggested_filename == f"collections-BLR-{today}.csv"
-    table = list(csv.reader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    with open(download.path(), encoding="utf-8") as saved:
+        table = list(csv.reader(io.StringIO(saved.read())))
     assert table[-1] == ["BLR", today, "Total", "All", "1680.00", "80.00", "1600.00"]
     audit = AuditLogEntry.objects.get(path__contains="export=csv")
     assert (audit.actor, audit.patient_ids) == ("staff:accounts.blr", [])

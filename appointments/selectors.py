@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Min, Q, QuerySet
 
 from appointments.models import Appointment
 from clinic.errors import FieldError, NotFound
@@ -125,3 +126,61 @@ def appointment_condition(where: AppointmentFilter) -> Q:
         & any_span("slot_start", where.starts)
         & any_span("updated_at", where.updated)
     )
+
+
+# Dashboard reads: today's queue per doctor for the admin's home page. One grouped query over the day's
+# appointments of the reader's branches (the (branch, local_date) index), never one per doctor.
+
+
+@dataclass(frozen=True)
+class DoctorQueue:
+    """A doctor's appointments of one day at one branch, counted by status, and since when the patient who
+    has waited longest since checking in (still checked in) has been waiting."""
+
+    branch_id: uuid.UUID
+    branch_code: str
+    doctor_id: uuid.UUID
+    doctor_name: str
+    day: date
+    counts: dict[str, int]
+    waiting_since: datetime | None
+
+
+def queue_of_day(*, client: ApiClient, days: dict[date, list[uuid.UUID]]) -> list[DoctorQueue]:
+    """Per doctor and branch, the appointments of `days` (a date -> the branches it is today at), by branch
+    code then doctor name; cancelled ones are left out."""
+    if not days:
+        return []
+    when = Q(pk__in=[])
+    for day, branch_ids in days.items():
+        when |= Q(local_date=day, branch_id__in=branch_ids)
+    rows = (
+        Appointment.objects.visible_to(client)
+        .filter(when)
+        .exclude(status=Appointment.Status.CANCELLED)
+        .values("branch_id", "branch__code", "doctor_id", "doctor__name", "local_date", "status")
+        .annotate(
+            n=Count("pk"),
+            since=Min("checked_in_at", filter=Q(status=Appointment.Status.CHECKED_IN)),
+        )
+        .order_by()
+    )
+    queues: dict[tuple[uuid.UUID, uuid.UUID], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["branch_id"], row["doctor_id"])
+        queue = queues.setdefault(
+            key,
+            {
+                "branch_id": row["branch_id"],
+                "branch_code": row["branch__code"],
+                "doctor_id": row["doctor_id"],
+                "doctor_name": row["doctor__name"],
+                "day": row["local_date"],
+                "counts": dict.fromkeys(Appointment.Status.values, 0),
+                "waiting_since": None,
+            },
+        )
+        queue["counts"][row["status"]] = row["n"]
+        if row["since"] is not None:
+            queue["waiting_since"] = row["since"]
+    return sorted((DoctorQueue(**queue) for queue in queues.values()), key=lambda q: (q.branch_code, q.doctor_name))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from decimal import Decimal
+from functools import partial
 from typing import Any, cast
 
 from django import forms
@@ -30,6 +31,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from billing import selectors, services
+from billing.admin_collections import collections_view, may_see_collections
 from billing.admin_credit_notes import CreditNotePage
 from billing.document_pdf import pdf_response
 from billing.documents import TaxDocument, credit_note_document, credit_note_of, invoice_document
@@ -730,6 +732,15 @@ class PaymentAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, NoDeleteAdminMixin
 
     def patient_ids_of(self, obj: Payment) -> list[Any]:
         return [obj.invoice.patient_id]  # the invoice is joined (list_select_related)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(partial(collections_view, self.admin_site))
+        return [path("collections/", view, name="billing_payment_collections"), *super().get_urls()]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        allowed = may_see_collections(request.user)
+        link = {"collections_url": reverse("admin:billing_payment_collections")} if allowed else {}
+        return super().changelist_view(request, {**link, **(extra_context or {})})
 
 
 class NumberCounterAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):

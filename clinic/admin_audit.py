@@ -219,3 +219,24 @@ def audit_autocomplete_response(site: Any, request: HttpRequest, response: HttpR
         return
     values = [row["id"] for row in json.loads(response.content).get("results", [])]
     model_admin.audit_autocomplete(request, response, to_field_name, values, clock)
+
+
+def write_admin_export_audit(request: HttpRequest, response: HttpResponseBase, clock: Clock) -> AuditLogEntry:
+    """One audit row for an export of figures that name no patient (the day's collections as CSV): who took
+    them, when and from where, with no patient ids, so every download from the admin is on record."""
+    resolver = getattr(request, "resolver_match", None)
+    return AuditLogEntry.objects.create(
+        created_at=clock.at,
+        client=None,
+        actor=staff_actor(request),
+        token_ref="",
+        ip=client_ip(request),
+        method=(request.method or "")[:10],
+        route=(resolver.route if resolver is not None else "")[:200],
+        path=request.get_full_path()[:500],
+        status=response.status_code,
+        duration_ms=clock.ms(),
+        request_id=request_context(request).request_id,
+        patient_ids=[],
+        user_agent=request.headers.get("User-Agent", "")[:200],
+    )

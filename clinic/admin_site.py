@@ -24,6 +24,8 @@ from django.contrib.admin.options import InlineModelAdmin
 from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.contrib.auth.signals import user_login_failed
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django_otp import devices_for_user
 from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
 from django_otp.oath import TOTP
@@ -31,7 +33,9 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
 from clinic.admin_columns import BooleansInWords
+from clinic.admin_sections import grouped_app_list
 from clinic.api.network import client_ip
+from clinic.dashboard import dashboard_sections
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +161,7 @@ def _with_base(cls: type, base: type) -> type:
 class ClinicAdminSite(OTPAdminSite):
     # No "View site" link: the service has no public site at "/", so Django's default led staff to a 404.
     site_url = None
+    index_template = "admin/clinic_index.html"
 
     def __init__(self, name: str = "admin") -> None:
         super().__init__(name)
@@ -171,6 +176,16 @@ class ClinicAdminSite(OTPAdminSite):
 
     def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         return super().login(request, {"enrol_hint": ENROL_HINT, **(extra_context or {})})
+
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+        """The home page: the dashboard of the user's roles above the app list grouped by work."""
+        return super().index(request, {"dashboard": dashboard_sections(request), **(extra_context or {})})
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+        """Grouped by work (clinic.admin_sections) on the index and in the navigation sidebar; an app's own
+        index page (with app_label) stays Django's."""
+        app_list = super().get_app_list(request, app_label)
+        return app_list if app_label is not None else grouped_app_list(app_list, reverse(f"{self.name}:index"))
 
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
         """Every app's admin, and each of its inlines, without delete links on related lookups and limited to

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from django.db import connection
 from django.db.models import Model, Prefetch, Q, QuerySet
+from django.utils import timezone
 
 from clinic.errors import FieldError, NotFound
 from clinic.lib.rows import columns, loaded, split
@@ -197,3 +200,16 @@ def doctor_branches_visible(*, client: ApiClient, doctor: Doctor) -> list[Branch
     if loaded is None:
         loaded = list(_visible_active_branches(client).filter(doctors=doctor))
     return cast(list[Branch], loaded)
+
+
+# Dashboard reads: "today" is each branch's own day (Branch.time_zone), so the home page's numbers of a staff
+# member with branches in several time zones are read per day, each with the branches it is today at.
+
+
+def branch_days_today(*, client: Any) -> dict[date, list[uuid.UUID]]:
+    """The reader's active branches, grouped by today's date at each (one group unless their zones differ)."""
+    days: dict[date, list[uuid.UUID]] = {}
+    now = timezone.now()
+    for branch_id, zone in Branch.objects.visible_to(client).filter(is_active=True).values_list("id", "time_zone"):
+        days.setdefault(timezone.localtime(now, ZoneInfo(zone)).date(), []).append(branch_id)
+    return days

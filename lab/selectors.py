@@ -15,11 +15,13 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import connection
 from django.db.models import (
     CharField,
+    Count,
     DateField,
     DateTimeField,
     Exists,
     F,
     Func,
+    Min,
     Model,
     OuterRef,
     Prefetch,
@@ -40,13 +42,16 @@ from integrations.models import ApiClient
 from lab.models import (
     WORKLIST_STATUSES,
     Analyte,
+    Flag,
     ImagingStation,
     LabOrder,
     LabOrderItem,
     LabResult,
     LabTest,
     OrderStatus,
+    Priority,
     ReferenceRange,
+    ResultStatus,
     TestKind,
 )
 from patients.models import Patient
@@ -568,4 +573,54 @@ def lab_item_condition(where: ItemFilter) -> Q:
         & states
         & any_span("order__created_at", where.ordered)
         & any_span("order__updated_at", where.order_updated)
+    )
+
+
+# Dashboard reads: the lab's work list at a glance for the admin's home page, from the open orders of the
+# reader's branches (the (branch, created_at) index carries status and priority).
+
+OPEN_ORDER_STATUSES = (OrderStatus.ORDERED, OrderStatus.COLLECTED, OrderStatus.RESULTED)
+CRITICAL_FLAGS = (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
+# How many orders with critical results the home page links to by id (a longer list is cut there).
+CRITICAL_ORDERS_LINKED = 100
+
+
+@dataclass(frozen=True)
+class LabWork:
+    """Open orders (not yet final nor cancelled) by priority, since when the oldest has been open, and the
+    current critical results not yet verified with the orders that hold them."""
+
+    open_by_priority: dict[str, int]
+    oldest_open_since: datetime | None
+    critical_unverified: int
+    critical_order_ids: list[uuid.UUID]
+
+    @property
+    def open_orders(self) -> int:
+        return sum(self.open_by_priority.values())
+
+
+def lab_work_today(*, client: ApiClient) -> LabWork:
+    """The work list's numbers. Critical results count until verified (a preliminary result is one not yet
+    verified: verification makes it final); they are read through the open orders only, since an order
+    turns final once all its results are."""
+    open_orders = LabOrder.objects.visible_to(client).filter(status__in=OPEN_ORDER_STATUSES)
+    by_priority = dict.fromkeys(Priority.values, 0)
+    oldest: datetime | None = None
+    for priority, n, since in open_orders.values_list("priority").annotate(Count("pk"), Min("created_at")).order_by():
+        by_priority[priority] = n
+        oldest = since if oldest is None or since < oldest else oldest
+    critical = LabResult.objects.filter(
+        item__order__in=open_orders,
+        current=True,
+        flag__in=CRITICAL_FLAGS,
+        status=ResultStatus.PRELIMINARY,
+    )
+    counted = critical.values_list("item__order_id").annotate(Count("pk")).order_by("item__order_id")
+    orders = list(counted)
+    return LabWork(
+        open_by_priority=by_priority,
+        oldest_open_since=oldest,
+        critical_unverified=sum(n for _, n in orders),
+        critical_order_ids=[order_id for order_id, _ in orders[:CRITICAL_ORDERS_LINKED]],
     )

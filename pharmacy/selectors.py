@@ -373,3 +373,29 @@ def dispense_line_condition(where: DispenseLineFilter) -> Q:
         & any_span("dispense__created_at", where.handed_over)
         & any_span("dispense__updated_at", where.updated)
     )
+
+
+# Dashboard reads: the pharmacy's alerts for the admin's home page, at the reader's branches.
+
+
+@dataclass(frozen=True)
+class StockAlerts:
+    """Drugs below their reorder level (one per drug and branch, as the stock list counts them) and batches
+    expiring within the warning window (as the batch list's "expires within" filter shows them)."""
+
+    below_reorder: int
+    expiring_batches: int
+    warning_days: int
+
+
+def stock_alerts(*, client: ApiClient, warning_days: int) -> StockAlerts:
+    """The stock list's below-reorder total, and the batches whose expiry falls after today and within
+    `warning_days` of it (today as the batch list's filter takes it: the service's day)."""
+    _, below = stock_level_page(client=client, offset=0, limit=1, below_reorder=True)
+    today = timezone.localdate()
+    expiring = Batch.objects.filter(
+        branch__in=_visible_branches(client),
+        expiry_date__gt=today,
+        expiry_date__lte=today + timedelta(days=warning_days),
+    ).count()
+    return StockAlerts(below_reorder=below, expiring_batches=expiring, warning_days=warning_days)

@@ -259,3 +259,46 @@ def test_seed_demo_makes_bengaluru_the_head_office_so_a_spec_only_body_registers
     assert response.status_code == 201, response.content
     assert response.json()["branch_id"] == str(Branch.objects.get(code="BLR").id)
     assert list(Branch.objects.filter(is_head_office=True).values_list("code", flat=True)) == ["BLR"]
+
+
+def test_ensure_demo_access_creates_one_account_per_role_at_each_demo_branch_once(fast_password_hashing):
+    from django.contrib.auth.models import Group
+
+    from clinic.staff import staff_branch_ids
+
+    blr, mum = BranchFactory(code="BLR"), BranchFactory(code="MUM")
+    output = run("ensure_demo_access")
+
+    staff = get_user_model().objects.filter(is_superuser=False).order_by("username")
+    expected = {
+        "accounts.blr": ("accountant", {blr.pk}),
+        "accounts.mum": ("accountant", {mum.pk}),
+        "lab.blr": ("lab technician", {blr.pk}),
+        "lab.mum": ("lab technician", {mum.pk}),
+        "manager": ("administrator", None),
+        "pharmacy.blr": ("pharmacist", {blr.pk}),
+        "pharmacy.mum": ("pharmacist", {mum.pk}),
+        "reception.blr": ("receptionist", {blr.pk}),
+        "reception.mum": ("receptionist", {mum.pk}),
+    }
+    found = {}
+    for user in staff:
+        branches = staff_branch_ids(user)
+        found[user.username] = (user.groups.get().name, None if branches is None else set(branches))
+        assert user.is_staff
+        password = re.search(rf"  {re.escape(user.username)} / (\S+)", output).group(1)
+        assert user.check_password(password)
+    assert found == expected
+    assert Group.objects.get(name="administrator").user_set.filter(username="manager").exists()
+
+    counts = row_counts()
+    again = run("ensure_demo_access")
+    assert row_counts() == counts
+    assert "Demo staff created" not in again
+    assert "Demo staff exist (manager, reception.blr" in again
+
+
+def test_ensure_demo_access_makes_no_staff_before_the_demo_branches_exist(fast_password_hashing):
+    output = run("ensure_demo_access")
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["admin"]
+    assert "Demo staff" not in output

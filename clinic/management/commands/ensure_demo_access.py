@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from clinic.devdata.demo_staff import demo_staff_ensure
 from clinic.models import StaffProfile
 from clinic.roles import ADMINISTRATOR
 from integrations.clients.scopes import SCOPES
@@ -40,6 +41,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write("Admin user exists (reset with: python manage.py changepassword admin).")
         self._two_factor_hint(users.filter(is_superuser=True).order_by("pk").first())
+        self._demo_staff()
         client = ApiClient.objects.filter(name=DEMO_CLIENT_NAME).first()
         if client is None:
             client, secret = api_client_create(
@@ -58,6 +60,25 @@ class Command(BaseCommand):
         else:
             self.stdout.write(
                 f"Demo API client exists (client_id {client.client_id}); rotate its secret in the admin to see a new one."
+            )
+
+    def _demo_staff(self) -> None:
+        """One account per role at each demo branch, each password printed the one time it exists in clear."""
+        accounts = demo_staff_ensure()
+        created = [account for account in accounts if account.password is not None]
+        if created:
+            self.stdout.write(self.style.SUCCESS("Demo staff created (user / password, role at branch):"))
+            for account in created:
+                self.stdout.write(f"  {account.username} / {account.password}   ({account.role} at {account.where})")
+            if settings.ADMIN_REQUIRE_2FA:
+                self.stdout.write(
+                    "  Each also needs an authenticator app (ADMIN_REQUIRE_2FA): "
+                    ".venv/bin/python -m clinic.launch manage add_totp_device --user <user>"
+                )
+        if len(created) < len(accounts):
+            names = ", ".join(account.username for account in accounts if account.password is None)
+            self.stdout.write(
+                f"Demo staff exist ({names}); reset a password with: python manage.py changepassword <user>."
             )
 
     def _two_factor_hint(self, admin_user: Any) -> None:

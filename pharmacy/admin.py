@@ -444,7 +444,9 @@ class DispenseAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
                 page.add_service_error(exc)
             else:
                 units = sum(item.quantity for item in items)
-                self.message_user(request, f"{units} units returned to stock.", messages.SUCCESS)
+                self.message_user(
+                    request, f"{units} unit{'' if units == 1 else 's'} returned to stock.", messages.SUCCESS
+                )
                 redirect = HttpResponseRedirect(reverse("admin:pharmacy_dispense_change", args=[dispense.pk]))
                 write_admin_audit(request, redirect, patients, clock)
                 return redirect

@@ -573,6 +573,7 @@ class ControlledDrugEntryAdmin(PatientDataAuditMixin, ReadOnlyAdminMixin, admin.
     ]
     list_filter = ["branch", "schedule", "date"]
     date_hierarchy = "date"
+    ordering = ["-date", "-id"]  # the latest first, as the pharmacist checks the day's entries
     list_select_related = ["branch", "patient", "prescriber", "drug", "batch", "dispense"]
     search_fields = ["dispense_number", "prescription_number", "patient__patient_id", "drug__code"]
     actions = ["export_csv"]

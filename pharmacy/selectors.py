@@ -338,19 +338,39 @@ def dispense_suggestions(*, prescription: Prescription) -> list[Suggestion]:
 
 def register_with_balance(entries: QuerySet[ControlledDrugEntry]) -> QuerySet[ControlledDrugEntry]:
     """Register entries with `balance`: the units of the entry's drug at its branch just after its line was
-    dispensed, summed from the ledger up to that line's movement (every batch, expired ones too: they are on
-    the shelf until written off)."""
-    moved = StockMovement.objects.filter(dispense_line_id=OuterRef(OuterRef("dispense_line_id"))).values("id")[:1]
-    ledger = (
+    dispensed (every batch, expired ones too: they are on the shelf until written off).
+
+    Counted back from now: what the batches hold less what moved after the line's movement. Movements of one
+    drug at one branch are written under the same batch locks (pharmacy.locks), each stamped after taking
+    them, so (at, id) orders them as they happened; and the recent entries a pharmacist reads cost a few
+    rows each through the (batch, at) index, not the drug's whole history."""
+    line_movement = StockMovement.objects.filter(dispense_line_id=OuterRef("dispense_line_id"))
+    held = (
+        Batch.objects.filter(branch_id=OuterRef("branch_id"), drug_id=OuterRef("drug_id"))
+        .order_by()
+        .values("drug_id")
+        .annotate(total=Sum("quantity_on_hand"))
+        .values("total")
+    )
+    later = (
         StockMovement.objects.filter(
-            batch__branch_id=OuterRef("branch_id"), batch__drug_id=OuterRef("drug_id"), id__lte=Subquery(moved)
+            batch__branch_id=OuterRef("branch_id"),
+            batch__drug_id=OuterRef("drug_id"),
+            at__gte=OuterRef("line_at"),
         )
+        .filter(Q(at__gt=OuterRef("line_at")) | Q(id__gt=OuterRef("line_movement_id")))
         .order_by()
         .values("batch__drug_id")
         .annotate(total=Sum("quantity"))
         .values("total")
     )
-    return entries.annotate(balance=Coalesce(Subquery(ledger, output_field=IntegerField()), 0))
+    return entries.alias(
+        line_at=Subquery(line_movement.values("at")[:1]),
+        line_movement_id=Subquery(line_movement.values("id")[:1]),
+    ).annotate(
+        balance=Coalesce(Subquery(held, output_field=IntegerField()), 0)
+        - Coalesce(Subquery(later, output_field=IntegerField()), 0)
+    )
 
 
 def stock_movement_load(movement_id: int) -> StockMovement:

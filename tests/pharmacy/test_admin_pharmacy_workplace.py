@@ -17,6 +17,7 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
+from billing.models import Invoice
 from clinic.staff import staff_reader
 from integrations.models import AuditLogEntry
 from pharmacy import selectors, services
@@ -236,6 +237,37 @@ def test_a_schedule_x_dispense_goes_into_the_register_with_its_balance(world, bl
     admin = page.context["cl"].model_admin
     local = timezone.localtime(entry.dispense.created_at, world.blr.zone)
     assert (row.date, admin.time(row), admin.balance(row)) == (local.date(), f"{local:%H:%M}", 7)
+
+
+def test_ticking_the_invoice_box_bills_the_dispense_as_the_api_does(world, blr):
+    world.receive(world.amox, "B", 50, mrp="8.50")
+    prescription = world.prescribe((world.amox, 15))
+
+    blr.post(_dispense_url(prescription), {"item-0-quantity": "15", "bill": "on"})
+
+    dispense = Dispense.objects.get()
+    invoice = Invoice.objects.get()
+    assert (dispense.invoice, invoice.status, invoice.patient) == (invoice, "draft", world.patient)
+    line = invoice.line_items.get()
+    assert (line.service_name, line.quantity, line.hsn_sac, line.amount) == (
+        "Amoxicillin 500 mg capsule (AMOX500)",
+        Decimal("15.000"),
+        "30041010",
+        Decimal("127.50"),
+    )
+
+
+def test_a_staff_member_without_a_branch_receives_nothing(world, django_user_model):
+    nowhere = _client(_member(django_user_model, "nobody", "pharmacist"))
+
+    page = nowhere.get(RECEIVE)
+    refused = nowhere.post(RECEIVE, _receipt(world))
+
+    assert list(page.context["form"].fields["branch"].queryset) == []
+    assert refused.context["form"].errors == {
+        "branch": ["Select a valid choice. That choice is not one of the available choices."]
+    }
+    assert not Batch.objects.exists()
 
 
 def test_dispensing_more_than_remains_is_an_error_on_the_item_and_changes_nothing(world, blr):

@@ -391,6 +391,8 @@ def test_the_below_reorder_list_and_selector_show_the_staff_members_low_drugs(wo
     assert shown == [("ALPRAZ05", "BLR", 3, 0, "BELOW reorder level"), ("PARA500", "BLR", 10, 5, "BELOW reorder level")]
     low = selectors.below_reorder(client=staff_reader(pharmacist))
     assert [(r.drug.code, r.branch.code, r.on_hand) for r in low] == [("ALPRAZ05", "BLR", 0), ("PARA500", "BLR", 5)]
+    api, total = selectors.stock_level_page(client=staff_reader(pharmacist), offset=0, limit=50, below_reorder=True)
+    assert (total, [entry.drug.code for entry in api]) == (2, ["ALPRAZ05", "PARA500"])  # the API's stock list agrees
     enough = blr.get("/admin/pharmacy/reorderlevel/?stock=enough").context["cl"].result_list
     assert [r.drug.code for r in enough] == ["AMOX500"]
 

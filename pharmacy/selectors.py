@@ -8,18 +8,36 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
-from django.db.models import DateField, DateTimeField, F, Func, Prefetch, Q, QuerySet
-from django.db.models.functions import Cast
+from django.db.models import (
+    DateField,
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce
+from django.urls import reverse
 from django.utils import timezone
 
 from clinic.errors import NotFound
 from clinic.models import Branch
+from clinic.visibility import BranchRestricted
 from integrations.models import ApiClient
 from patients.models import Patient
 from patients.selectors import Span, any_of, any_span
 from pharmacy.models import (
     Batch,
+    ControlledDrugEntry,
     Dispense,
     DispenseLine,
     DispenseReturn,
@@ -56,8 +74,13 @@ def drugs_by_code(codes: list[str]) -> dict[str, Drug]:
 # --- Branches
 
 
-def _visible_branches(client: ApiClient) -> QuerySet[Branch]:
+def _visible_branches(client: BranchRestricted) -> QuerySet[Branch]:
     return Branch.objects.visible_to(client)
+
+
+def receiving_branches(*, client: BranchRestricted) -> QuerySet[Branch]:
+    """The open branches the client may receive stock at, by code."""
+    return _visible_branches(client).filter(is_active=True).order_by("code")
 
 
 # --- Stock
@@ -189,6 +212,165 @@ def batches_expiring(*, within_days: int) -> list[Batch]:
         if today < batch.expiry_date <= today + timedelta(days=within_days):
             found.append(batch)
     return found
+
+
+def _branch_today(branch_path: str) -> Cast:
+    """Today at the row's branch, in SQL: the same date local_today(branch.zone) gives in Python."""
+    local = Func(F(f"{branch_path}time_zone"), Value(timezone.now()), function="timezone", output_field=DateTimeField())
+    return Cast(local, DateField())
+
+
+def batches_by_expiry(batches: QuerySet[Batch], status: str) -> QuerySet[Batch]:
+    """`batches` narrowed by expiry at each batch's own branch: "expired" (not after today), "expiring" (within
+    PHARMACY_EXPIRY_WARNING_DAYS), "in_date" (later). The batch list's filter and the dashboard agree on it."""
+    days = Value(settings.PHARMACY_EXPIRY_WARNING_DAYS)
+    batches = batches.alias(
+        branch_today=_branch_today("branch__"),
+        warning_end=ExpressionWrapper(F("branch_today") + days, output_field=DateField()),  # date + days in SQL
+    )
+    if status == "expired":
+        return batches.filter(expiry_date__lte=F("branch_today"))
+    if status == "expiring":
+        return batches.filter(expiry_date__gt=F("branch_today"), expiry_date__lte=F("warning_end"))
+    if status == "in_date":
+        return batches.filter(expiry_date__gt=F("warning_end"))
+    return batches
+
+
+def expiring_soon(*, client: BranchRestricted) -> QuerySet[Batch]:
+    """Batches of the client's branches still holding stock that expire within PHARMACY_EXPIRY_WARNING_DAYS
+    (the daily stock.expiring warning's rows), soonest first."""
+    held = Batch.objects.filter(branch__in=_visible_branches(client), quantity_on_hand__gt=0)
+    return batches_by_expiry(held, "expiring").select_related("drug", "branch").order_by("expiry_date", "id")
+
+
+def expiring_soon_url() -> str:
+    """The batch list showing exactly expiring_soon's rows (for a dashboard's link)."""
+    return reverse("admin:pharmacy_batch_changelist") + "?expiry=expiring&quantity_on_hand__gt=0"
+
+
+def reorder_levels_with_stock(levels: QuerySet[ReorderLevel]) -> QuerySet[ReorderLevel]:
+    """Each reorder level with `on_hand`: the non-expired units of its drug at its branch (as the stock list
+    and the stock.below_reorder event count them: expired batches apart)."""
+    held = (
+        Batch.objects.filter(
+            drug_id=OuterRef("drug_id"),
+            branch_id=OuterRef("branch_id"),
+            quantity_on_hand__gt=0,
+            expiry_date__gt=OuterRef("branch_today"),
+        )
+        .order_by()
+        .values("drug_id")
+        .annotate(total=Sum("quantity_on_hand"))
+        .values("total")
+    )
+    return levels.alias(branch_today=_branch_today("branch__")).annotate(
+        on_hand=Coalesce(Subquery(held, output_field=IntegerField()), 0)
+    )
+
+
+def levels_below_reorder(levels: QuerySet[ReorderLevel]) -> QuerySet[ReorderLevel]:
+    return reorder_levels_with_stock(levels).filter(Q(on_hand__lt=F("level")))  # Q: the annotation is dynamic
+
+
+def below_reorder(*, client: BranchRestricted) -> QuerySet[ReorderLevel]:
+    """The drugs of the client's branches whose non-expired stock is below their reorder level, with
+    `on_hand`, by drug code then branch code (the stock list's `below_reorder=true` entries)."""
+    levels = ReorderLevel.objects.filter(branch__in=_visible_branches(client)).select_related("drug", "branch")
+    return levels_below_reorder(levels).order_by("drug__code", "branch__code", "id")
+
+
+def below_reorder_url() -> str:
+    """The reorder level list showing exactly below_reorder's rows (for a dashboard's link)."""
+    return reverse("admin:pharmacy_reorderlevel_changelist") + "?stock=below"
+
+
+# --- Dispensing suggestions
+
+
+def fefo_key(batch: Batch) -> tuple[Any, ...]:
+    """First expiry first out: the order the dispense service draws batches in (and the admin suggests)."""
+    return (batch.expiry_date, batch.received_at, batch.id)
+
+
+@dataclass
+class Suggestion:
+    """What a prescription item may take now: its FEFO draws (batch, units) up to what remains and is on hand."""
+
+    item: PrescriptionItem
+    draws: list[tuple[Batch, int]]
+
+    @property
+    def quantity(self) -> int:
+        return sum(units for _, units in self.draws)
+
+
+def dispense_suggestions(*, prescription: Prescription) -> list[Suggestion]:
+    """Per item of a prescription (read through the caller's branch rule), the batches its remaining quantity
+    would come from, first expiry first out among the branch's non-expired batches holding stock: the draws
+    dispense_record makes when no batch is named. Expired batches are never suggested."""
+    items = list(prescription.items.select_related("drug").order_by("position", "id"))
+    today = local_today(prescription.branch.zone)
+    held = Batch.objects.filter(
+        branch_id=prescription.branch_id,
+        drug_id__in=[item.drug_id for item in items],
+        quantity_on_hand__gt=0,
+        expiry_date__gt=today,
+    )
+    by_drug: dict[uuid.UUID, list[Batch]] = {}
+    for batch in sorted(held, key=fefo_key):
+        by_drug.setdefault(batch.drug_id, []).append(batch)
+    suggestions = []
+    for item in items:
+        wanted, draws = item.remaining, []
+        for batch in by_drug.get(item.drug_id, []):
+            if wanted <= 0:
+                break
+            taken = min(wanted, batch.quantity_on_hand)
+            draws.append((batch, taken))
+            wanted -= taken
+        suggestions.append(Suggestion(item=item, draws=draws))
+    return suggestions
+
+
+# --- The Schedule H1 and X register
+
+
+def register_with_balance(entries: QuerySet[ControlledDrugEntry]) -> QuerySet[ControlledDrugEntry]:
+    """Register entries with `balance`: the units of the entry's drug at its branch just after its line was
+    dispensed (every batch, expired ones too: they are on the shelf until written off).
+
+    Counted back from now: what the batches hold less what moved after the line's movement. Movements of one
+    drug at one branch are written under the same batch locks (pharmacy.locks), each stamped after taking
+    them, so (at, id) orders them as they happened; and the recent entries a pharmacist reads cost a few
+    rows each through the (batch, at) index, not the drug's whole history."""
+    line_movement = StockMovement.objects.filter(dispense_line_id=OuterRef("dispense_line_id"))
+    held = (
+        Batch.objects.filter(branch_id=OuterRef("branch_id"), drug_id=OuterRef("drug_id"))
+        .order_by()
+        .values("drug_id")
+        .annotate(total=Sum("quantity_on_hand"))
+        .values("total")
+    )
+    later = (
+        StockMovement.objects.filter(
+            batch__branch_id=OuterRef("branch_id"),
+            batch__drug_id=OuterRef("drug_id"),
+            at__gte=OuterRef("line_at"),
+        )
+        .filter(Q(at__gt=OuterRef("line_at")) | Q(id__gt=OuterRef("line_movement_id")))
+        .order_by()
+        .values("batch__drug_id")
+        .annotate(total=Sum("quantity"))
+        .values("total")
+    )
+    return entries.alias(
+        line_at=Subquery(line_movement.values("at")[:1]),
+        line_movement_id=Subquery(line_movement.values("id")[:1]),
+    ).annotate(
+        balance=Coalesce(Subquery(held, output_field=IntegerField()), 0)
+        - Coalesce(Subquery(later, output_field=IntegerField()), 0)
+    )
 
 
 def stock_movement_load(movement_id: int) -> StockMovement:

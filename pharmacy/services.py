@@ -588,7 +588,7 @@ def _draws(
                 available=available,
             )
         wanted = item.quantity
-        for batch in sorted(usable, key=lambda b: (b.expiry_date, b.received_at, b.id)):
+        for batch in sorted(usable, key=selectors.fefo_key):  # the order the admin suggests
             taken = min(wanted, batch.quantity_on_hand)
             draws.append(_Draw(item, batch, taken, source))
             wanted -= taken

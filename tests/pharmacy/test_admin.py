@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
+from django.utils import timezone
 
 from integrations.models import AuditLogEntry
 from pharmacy.models import ControlledDrugEntry, StockMovement
@@ -83,10 +84,12 @@ def test_the_register_exports_as_csv_and_the_export_is_audited(admin_client, wor
     patient = f"{world.patient.patient_id} {world.patient.name}"
     alpraz = entries[0].batch
     morph = entries[1].batch
+    time = f"{timezone.localtime(dispense.created_at, world.blr.zone):%H:%M}"  # at the branch
     assert rows == [
         [
             "Branch",
             "Date",
+            "Time",
             "Dispense",
             "Patient",
             "Prescriber",
@@ -95,10 +98,12 @@ def test_the_register_exports_as_csv_and_the_export_is_audited(admin_client, wor
             "Schedule",
             "Batch",
             "Quantity",
+            "Balance",
         ],
         [
             "BLR",
             today().isoformat(),
+            time,
             dispense.dispense_number,
             patient,
             "Dr. Anil Rao",
@@ -107,10 +112,12 @@ def test_the_register_exports_as_csv_and_the_export_is_audited(admin_client, wor
             "H1",
             f"AL1 (exp. {alpraz.expiry_date:%Y-%m-%d})",
             "2",
+            "8",
         ],
         [
             "BLR",
             today().isoformat(),
+            time,
             dispense.dispense_number,
             patient,
             "Dr. Anil Rao",
@@ -119,6 +126,7 @@ def test_the_register_exports_as_csv_and_the_export_is_audited(admin_client, wor
             "X",
             f"MO1 (exp. {morph.expiry_date:%Y-%m-%d})",
             "1",
+            "9",
         ],
     ]
     row = AuditLogEntry.objects.filter(path="/admin/pharmacy/controlleddrugentry/").latest("id")

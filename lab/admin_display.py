@@ -61,7 +61,7 @@ def duration_words(elapsed: timedelta) -> str:
     days, rest = divmod(minutes, 24 * 60)
     hours, minutes = divmod(rest, 60)
     if days:
-        return f"{days} d {hours} h"
+        return f"{days} d {hours} h" if hours else f"{days} d"
     if hours:
-        return f"{hours} h {minutes} min"
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     return f"{minutes} min"

@@ -14,9 +14,11 @@ staff get a form error naming the field or the rows, never a 500:
 A refusal by the database itself (another change saved meanwhile) is shown as a form error too.
 
 Lab orders are read-only here: they are placed through the API (lab.services), and staff change them only
-by the list page's actions, each a service call: collect the specimens, cancel with a reason, verify the
-preliminary results (re-posted as final through lab.results, so the versions are kept). A refusal of a
-service is an error message, never a 500; every page showing an order's patient is audited
+by the list page's actions, each a service call: collect the specimens, cancel with a reason, verify and
+release the preliminary results (lab.review: re-posted as final through lab.results, so the versions are
+kept; refused while a critical value is unacknowledged), and by the laboratory's own pages
+(lab.admin_workplace): the work list, result entry per order and the acknowledgement of critical values.
+A refusal of a service is an error message, never a 500; every page showing an order's patient is audited
 (clinic.admin_audit)."""
 
 from __future__ import annotations

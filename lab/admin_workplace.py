@@ -1,4 +1,4 @@
-"""The laboratory's daily pages in the admin (docs/staff_h2.md), added to the lab order admin:
+"""The laboratory's daily pages in the admin (docs/staff.md), added to the lab order admin:
 
 - the work list (`worklist/`): open orders with lab items at the staff member's branches, STAT first, oldest
   first, with the turnaround clock, and the orders released in the last day with their report;

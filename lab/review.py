@@ -1,4 +1,4 @@
-"""The staff's review of recorded results (docs/staff_h2.md): acknowledging a critical value, and verifying an
+"""The staff's review of recorded results (docs/staff.md): acknowledging a critical value, and verifying an
 order's preliminary results as final (released).
 
 A critical value (LL, HH) is told to the ordering doctor before anything else; acknowledging it records who

@@ -32,7 +32,7 @@ from clinic.staff import staff_reader
 from lab import interpretation, review
 from lab import results as lab_results
 from lab.admin_display import acknowledgement, band, duration_words, flag_html, local_moment, result_value
-from lab.models import LabOrder, LabResult, ResultStatus, ValueType
+from lab.models import CRITICAL_FLAGS, LabOrder, LabResult, ResultStatus, ValueType
 from lab.selectors import lab_order_get, released_lab_orders, work_list
 from lab.workplace import EntryItem, result_entry_sheet
 
@@ -44,6 +44,17 @@ _MAX_LENGTH: dict[str, int] = {
     ValueType.CODED: 60,
     ValueType.TEXT: interpretation.MAX_TEXT_LENGTH,
 }
+
+
+def work_list_url() -> str:
+    """The work list, for a dashboard's link."""
+    return reverse("admin:lab_laborder_worklist")
+
+
+def critical_unacknowledged_url() -> str:
+    """The lab order list filtered to the orders with an unacknowledged critical value (lab.admin's
+    CriticalFilter), for a dashboard's link; lab.selectors.critical_unacknowledged counts the same."""
+    return f"{reverse('admin:lab_laborder_changelist')}?critical=unacknowledged"
 
 
 def _field_name(analyte_id: uuid.UUID) -> str:
@@ -116,7 +127,9 @@ def _rows(sheet: list[EntryItem], form: ResultEntryForm, order: LabOrder) -> lis
                     "value": result_value(current) if current else "",
                     "flag": flag_html(current.flag) if current else "",
                     "acknowledgement": acknowledgement(current, zone) if current else "",
-                    "can_acknowledge": current is not None and acknowledgement(current, zone) == "not yet",
+                    "can_acknowledge": current is not None
+                    and current.flag in CRITICAL_FLAGS
+                    and current.critical_acknowledged_at is None,
                     "recorded": f"{current.recorded_by or current.performer}, {local_moment(current.recorded_at, zone)}"
                     if current
                     else "",

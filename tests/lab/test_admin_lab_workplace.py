@@ -22,6 +22,7 @@ from clinic.staff import staff_reader
 from integrations.models import AuditLogEntry, WebhookEvent
 from lab import review, services
 from lab.admin_display import duration_words
+from lab.admin_workplace import critical_unacknowledged_url, work_list_url
 from lab.models import LabOrder, LabResult, OrderStatus, Priority, RangeSex, ReferenceRange
 from lab.results import ResultInput, lab_results_record
 from lab.selectors import critical_unacknowledged, work_list
@@ -520,6 +521,8 @@ def test_the_unacknowledged_critical_list_and_its_selector(world):
     other = world["other"].get(CHANGELIST, {"critical": "unacknowledged"})
     found = critical_unacknowledged(client=staff_reader(world["tech_user"]))  # type: ignore[arg-type]
 
+    assert critical_unacknowledged_url() == "/admin/lab/laborder/?critical=unacknowledged"
+    assert work_list_url() == WORKLIST
     assert [order.pk for order in listed.context["cl"].result_list] == [critical.pk]
     assert [order.pk for order in other.context["cl"].result_list] == [elsewhere.pk]
     assert [(r.item.order_id, r.analyte.code, r.flag) for r in found] == [(critical.pk, "HGB", "LL")]

@@ -14,9 +14,11 @@ staff get a form error naming the field or the rows, never a 500:
 A refusal by the database itself (another change saved meanwhile) is shown as a form error too.
 
 Lab orders are read-only here: they are placed through the API (lab.services), and staff change them only
-by the list page's actions, each a service call: collect the specimens, cancel with a reason, verify the
-preliminary results (re-posted as final through lab.results, so the versions are kept). A refusal of a
-service is an error message, never a 500; every page showing an order's patient is audited
+by the list page's actions, each a service call: collect the specimens, cancel with a reason, verify and
+release the preliminary results (lab.review: re-posted as final through lab.results, so the versions are
+kept; refused while a critical value is unacknowledged), and by the laboratory's own pages
+(lab.admin_workplace): the work list, result entry per order and the acknowledgement of critical values.
+A refusal of a service is an error message, never a 500; every page showing an order's patient is audited
 (clinic.admin_audit)."""
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ from django.utils.html import format_html, format_html_join
 from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
 from clinic.admin_audit import Clock, PatientDataAuditMixin, staff_actor, write_admin_audit
 from clinic.admin_records import NoDeleteAdminMixin
-from clinic.errors import InvalidState
 from clinic.lib.pdf import RenderError
-from lab import results as lab_results
+from lab import review as lab_review
 from lab import services as lab_services
+from lab.admin_display import acknowledgement, flag_html, result_limits, result_value
+from lab.admin_workplace import LabWorkplaceMixin
 from lab.loinc import loinc_problem
 from lab.models import (
     Analyte,
@@ -55,14 +58,11 @@ from lab.models import (
     LabTest,
     RangeSex,
     ReferenceRange,
-    ResultStatus,
     TestKind,
     ValueType,
 )
-from lab.report import CRITICAL as CRITICAL_FLAGS
 from lab.report import lab_report_response
-from lab.representations import plain_quantity
-from lab.selectors import lab_order_load
+from lab.selectors import lab_order_load, orders_with_critical_unacknowledged
 
 # A plausible UCUM unit: printable ASCII without spaces (g/dL, 10*3/uL, mg/dL, %, [iU]/L). Not a parser.
 UCUM_PATTERN = re.compile(r"^[!-~]+$")
@@ -329,27 +329,6 @@ class AnalyteAdmin(_SaveRefusalAsFormError):
 # --- Lab orders (read-only; changed by actions through the services) ----------------------------------------
 
 
-def _value(result: LabResult) -> str:
-    # As reported (13.5, not the column's 13.5000), as the API and the printed report show it.
-    return str(plain_quantity(result.value_quantity)) if result.value_quantity is not None else result.value_text
-
-
-def _limits(result: LabResult) -> str:
-    low, high = plain_quantity(result.reference_low), plain_quantity(result.reference_high)
-    if low is None and high is None:
-        return ""
-    return f"{'' if low is None else low}-{'' if high is None else high}"
-
-
-def _flag(result: LabResult) -> str:
-    """A critical flag in red with the word (LL alone read like N), L and H in bold, N as it is."""
-    if result.flag in CRITICAL_FLAGS:
-        return format_html('<strong class="critical" style="color:#ba2121">{} (critical)</strong>', result.flag)
-    if result.flag in {"L", "H"}:
-        return format_html("<strong>{}</strong>", result.flag)
-    return result.flag
-
-
 class LabOrderItemInline(admin.TabularInline):
     """The order's items with the current version of each result (value, unit, flag, reference band,
     status) and how many versions it has; read-only."""
@@ -365,7 +344,7 @@ class LabOrderItemInline(admin.TabularInline):
         return (
             super()
             .get_queryset(request)
-            .select_related("test")
+            .select_related("test", "order__branch")
             .prefetch_related(Prefetch("results", queryset=versions))
         )
 
@@ -382,16 +361,17 @@ class LabOrderItemInline(admin.TabularInline):
             count[result.analyte_id] = count.get(result.analyte_id, 0) + 1
         rows = format_html_join(
             "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>v{} of {}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>v{} of {}</td></tr>",
             (
                 (
                     result.analyte.code if result.analyte is not None else "report",
-                    _value(result),
+                    result_value(result),
                     result.unit,
-                    _flag(result),
-                    _limits(result),
+                    flag_html(result.flag),
+                    result_limits(result),
                     result.status,
                     result.recorded_by or result.performer,  # who released it: the verifier of a final result
+                    acknowledgement(result, item.order.branch.zone),
                     result.version,
                     count[result.analyte_id],
                 )
@@ -400,7 +380,8 @@ class LabOrderItemInline(admin.TabularInline):
         )
         return format_html(
             '<table class="lab-results"><thead><tr><th>analyte</th><th>value</th><th>unit</th><th>flag</th>'
-            "<th>reference</th><th>status</th><th>recorded by</th><th>version</th></tr></thead><tbody>{}</tbody></table>",
+            "<th>reference</th><th>status</th><th>recorded by</th><th>critical acknowledged</th><th>version</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
             rows,
         )
 
@@ -414,41 +395,28 @@ class LabOrderItemInline(admin.TabularInline):
         return False
 
 
-def _verify_preliminary(order: LabOrder, user: str) -> LabOrder:
-    """Re-post every current preliminary result of the order as final (a new version each; lab.results
-    keeps the preliminary one and moves the item and order statuses)."""
-    preliminary = list(
-        LabResult.objects.filter(item__order=order, current=True, status=ResultStatus.PRELIMINARY)
-        .select_related("item__test", "analyte")
-        .order_by("item__position", "analyte__position", "analyte__code")
-    )
-    if not preliminary:
-        raise InvalidState("There is no preliminary result to verify.", current_status=order.status)
-    return lab_results.lab_results_record(
-        order=order,
-        results=[
-            lab_results.ResultInput(
-                test=result.item.test.code,
-                analyte=result.analyte.code if result.analyte is not None else None,
-                value=_value(result),
-                unit=None,
-                note=result.note,
-            )
-            for result in preliminary
-        ],
-        performed_at=timezone.now(),
-        performer=user,
-        status=ResultStatus.FINAL,
-        recorded_by=user,
-    )
+class CriticalFilter(admin.SimpleListFilter):
+    """`?critical=unacknowledged`: the orders with a current critical result nobody has acknowledged (what
+    the dashboard links to)."""
+
+    title = "critical results"
+    parameter_name = "critical"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("unacknowledged", "unacknowledged")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
+        if self.value() == "unacknowledged":
+            return orders_with_critical_unacknowledged(queryset)
+        return queryset
 
 
 @admin.register(LabOrder)
-class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
+class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, LabWorkplaceMixin, admin.ModelAdmin):
     """Read-only: orders are placed through the API; staff collect, cancel and verify with the actions."""
 
     list_display = ["order_number", "ordered_on", "branch", "patient", "priority", "status"]
-    list_filter = ["status", "priority", "branch"]
+    list_filter = ["status", "priority", "branch", CriticalFilter]
     list_select_related = ["branch", "patient"]
     search_fields = [
         "order_number",
@@ -480,13 +448,21 @@ class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin)
         view = self.admin_site.admin_view
         return [
             path("<path:object_id>/report/", view(self.report_view), name="lab_laborder_report"),
+            *self.workplace_urls(),
             *super().get_urls(),
         ]
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        tools = {"report_url": reverse("admin:lab_laborder_report", args=[unquote(object_id)])}
+        key = unquote(object_id)
+        tools = {
+            "report_url": reverse("admin:lab_laborder_report", args=[key]),
+            "worklist_url": reverse("admin:lab_laborder_worklist"),
+            "results_url": reverse("admin:lab_laborder_results", args=[key])
+            if request.user.has_perm("lab.add_labresult")
+            else "",
+        }
         return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
 
     def report_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
@@ -548,12 +524,13 @@ class LabOrderAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin)
             action="verify_preliminary",
             title="Verify and release the preliminary results?",
             intro=f"Every current preliminary result of these orders becomes final and is released (a new version; "
-            f"the preliminary one is kept), verified by {user}.",
+            f"the preliminary one is kept), verified by {user}. An order with a critical value nobody has "
+            "acknowledged is not released.",
             submit_label="Verify and release",
         )
         if isinstance(confirmed, TemplateResponse):
             return confirmed
-        self._apply(request, queryset, lambda order: _verify_preliminary(order, user))
+        self._apply(request, queryset, lambda order: lab_review.lab_order_verify(order=order, verifier=user))
         return None
 
 

@@ -360,6 +360,9 @@ class Flag(models.TextChoices):
     CRITICAL_HIGH = "HH"
 
 
+CRITICAL_FLAGS = (Flag.CRITICAL_LOW.value, Flag.CRITICAL_HIGH.value)
+
+
 class Comparator(models.TextChoices):
     """How a quantity relates to its number (HL7 SN, FHIR Quantity.comparator); empty: equal."""
 
@@ -410,6 +413,11 @@ class LabResult(models.Model):
     performer = models.CharField(max_length=200)
     recorded_at = models.DateTimeField(auto_now_add=True)
     recorded_by = models.CharField(max_length=200, blank=True)
+    # A critical value (LL, HH) told to the doctor: who acknowledged it and when (lab.review). The one change a
+    # kept version allows besides superseding it (the trigger of lab 0007); a version re-posting the same
+    # critical value (verification) carries it over (lab.results).
+    critical_acknowledged_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    critical_acknowledged_at = models.DateTimeField(null=True, blank=True)
 
     objects = LabResultQuerySet.as_manager()
 
@@ -423,6 +431,12 @@ class LabResult(models.Model):
                 include=["performed_at", "id"],
                 condition=Q(current=True, analyte__isnull=False),
                 name="labresult_observation",
+            ),
+            # The unacknowledged critical values (the staff's list and dashboard): a handful among millions.
+            models.Index(
+                fields=["item"],
+                condition=Q(current=True, flag__in=CRITICAL_FLAGS, critical_acknowledged_at__isnull=True),
+                name="labresult_critical_open",
             ),
         ]
         constraints = [
@@ -441,6 +455,13 @@ class LabResult(models.Model):
                 condition=Q(value_quantity__isnull=False) | ~Q(value_text=""), name="labresult_has_a_value"
             ),
             models.CheckConstraint(condition=Q(comparator__in=Comparator.values), name="labresult_comparator_valid"),
+            models.CheckConstraint(
+                condition=Q(critical_acknowledged_at__isnull=True, critical_acknowledged_by="")
+                | (
+                    Q(critical_acknowledged_at__isnull=False, flag__in=CRITICAL_FLAGS) & ~Q(critical_acknowledged_by="")
+                ),
+                name="labresult_acknowledged_only_critical",
+            ),
             models.CheckConstraint(
                 condition=Q(value_quantity_high__isnull=True)
                 | Q(comparator="", value_quantity__isnull=False, value_quantity_high__gte=F("value_quantity")),

@@ -28,6 +28,7 @@ from clinic.errors import FieldError, InvalidState
 from clinic.query_plans import grouped
 from lab import events, interpretation, locks, notifications
 from lab.models import (
+    CRITICAL_FLAGS,
     Analyte,
     Flag,
     ItemStatus,
@@ -75,12 +76,28 @@ class _Checked:
     reported_flag: str
 
 
-def _collection_age_days(order: LabOrder, performed_at: datetime) -> int:
+def collection_age_days(order: LabOrder, performed_at: datetime) -> int:
     """The patient's age in days on the branch-local day the specimen was collected (the result's day for
-    imaging, which has no collection)."""
+    imaging, which has no collection): the age the reference band is chosen by (also for the staff's
+    result entry page, which shows the band before anything is recorded)."""
     moment = order.collected_at or performed_at
     day = timezone.localtime(moment, order.branch.zone).date()
     return max(0, interpretation.age_in_days(order.patient.date_of_birth, day))
+
+
+def _acknowledgement_kept(earlier: LabResult | None, parsed: interpretation.ParsedValue, flag: str) -> LabResult | None:
+    """The earlier version whose critical acknowledgement the new one carries: the same critical value posted
+    again (verified as final, or amended to the same number) was already told to the doctor; a different
+    value, or another flag, is a new critical value to acknowledge."""
+    if earlier is None or earlier.critical_acknowledged_at is None or flag not in CRITICAL_FLAGS:
+        return None
+    same = (earlier.flag, earlier.value_quantity, earlier.comparator, earlier.value_quantity_high) == (
+        flag,
+        parsed.quantity,
+        parsed.comparator,
+        parsed.high,
+    )
+    return earlier if same else None
 
 
 @dataclass
@@ -355,7 +372,7 @@ def _record(
     if errors:
         raise FieldError(errors)
     sex = order.patient.gender
-    age_days = _collection_age_days(order, performed_at)
+    age_days = collection_age_days(order, performed_at)
     critical = False
     versions = []
     for entry in checked:
@@ -363,6 +380,7 @@ def _record(
         ranges = state.ranges.get(analyte.id, []) if analyte is not None else []
         meaning = interpretation.interpretation_for(analyte, entry.parsed, ranges=ranges, sex=sex, age_days=age_days)
         critical = critical or meaning.flag in (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
+        acknowledged = _acknowledgement_kept(entry.earlier, entry.parsed, meaning.flag)
         versions.append(
             LabResult(
                 item=entry.item,
@@ -386,6 +404,8 @@ def _record(
                 performed_at=performed_at,
                 performer=performer[:200],
                 recorded_by=recorded_by[:200],
+                critical_acknowledged_by=acknowledged.critical_acknowledged_by if acknowledged else "",
+                critical_acknowledged_at=acknowledged.critical_acknowledged_at if acknowledged else None,
             )
         )
     superseded = [entry.earlier.pk for entry in checked if entry.earlier is not None]

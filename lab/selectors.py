@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
 from django.db.models import (
+    Case,
     CharField,
     Count,
     DateField,
@@ -21,6 +22,7 @@ from django.db.models import (
     Exists,
     F,
     Func,
+    IntegerField,
     Min,
     Model,
     OuterRef,
@@ -30,8 +32,10 @@ from django.db.models import (
     Subquery,
     TimeField,
     UUIDField,
+    When,
 )
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from clinic.errors import NotFound
 from clinic.lib.rows import columns, split
@@ -40,6 +44,7 @@ from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
 from clinic.visibility import client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
+    CRITICAL_FLAGS,
     WORKLIST_STATUSES,
     Analyte,
     Flag,
@@ -576,11 +581,104 @@ def lab_item_condition(where: ItemFilter) -> Q:
     )
 
 
+# --- The staff workplace: the lab work list and the unacknowledged critical results (lab.admin_workplace, --
+# and a dashboard's counts and links)
+
+OPEN_ORDER_STATUSES = (OrderStatus.ORDERED, OrderStatus.COLLECTED, OrderStatus.RESULTED)
+# The turnaround target of an order, from its placement to its release. The catalogue has no per-test target,
+# so the priority sets it, as laboratories commonly promise: a STAT result within the hour, an urgent one
+# within four hours, a routine one within the day.
+TURNAROUND_TARGETS: dict[str, timedelta] = {
+    Priority.STAT: timedelta(hours=1),
+    Priority.URGENT: timedelta(hours=4),
+    Priority.ROUTINE: timedelta(hours=24),
+}
+_PRIORITY_RANK = Case(
+    When(priority=Priority.STAT, then=0), When(priority=Priority.URGENT, then=1), default=2, output_field=IntegerField()
+)
+
+
+def critical_unacknowledged(*, client: ApiClient) -> QuerySet[LabResult]:
+    """The current critical results (LL, HH) of the visible orders that nobody has acknowledged yet, oldest
+    first, with their analyte, test, order, patient and branch (a partial index holds exactly these rows)."""
+    return (
+        LabResult.objects.visible_to(client)
+        .filter(current=True, flag__in=CRITICAL_FLAGS, critical_acknowledged_at__isnull=True)
+        .select_related("analyte", "item__test", "item__order__patient", "item__order__branch")
+        .order_by("recorded_at", "id")
+    )
+
+
+def _open_critical() -> Exists:
+    """Whether the outer order has a current critical result not yet acknowledged."""
+    return Exists(
+        LabResult.objects.filter(
+            item__order=OuterRef("pk"), current=True, flag__in=CRITICAL_FLAGS, critical_acknowledged_at__isnull=True
+        )
+    )
+
+
+def orders_with_critical_unacknowledged(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
+    """Those of `orders` with a current critical result not yet acknowledged (the admin list's filter)."""
+    return orders.filter(_open_critical())
+
+
+@dataclass(frozen=True)
+class WorkListEntry:
+    """An open lab order on the work list: its lab items (tests) and the turnaround clock."""
+
+    order: LabOrder  # with its branch and patient
+    items: list[LabOrderItem]  # the lab items with their tests, by position
+    since_ordered: timedelta
+    since_collected: timedelta | None
+    target: timedelta
+    critical_unacknowledged: bool
+
+    @property
+    def overdue(self) -> bool:
+        return self.since_ordered > self.target
+
+
+def work_list(*, client: ApiClient, limit: int = 100, now: datetime | None = None) -> list[WorkListEntry]:
+    """The open orders with lab items at the client's branches (ordered, collected or resulted: not yet
+    released), STAT first, then urgent, then routine, each oldest first; at most `limit`."""
+    now = now or timezone.now()
+    lab_items = LabOrderItem.objects.filter(order=OuterRef("pk"), test__kind=TestKind.LAB)
+    items = LabOrderItem.objects.filter(test__kind=TestKind.LAB).select_related("test").order_by("position", "id")
+    orders = list(
+        visible_lab_orders(client)
+        .filter(Exists(lab_items), status__in=OPEN_ORDER_STATUSES)
+        .annotate(open_critical=_open_critical())
+        .select_related("branch", "patient")
+        .prefetch_related(Prefetch("items", queryset=items, to_attr="lab_items"))
+        .order_by(_PRIORITY_RANK, "created_at", "id")[:limit]
+    )
+    return [
+        WorkListEntry(
+            order=order,
+            items=order.lab_items,
+            since_ordered=now - order.created_at,
+            since_collected=now - order.collected_at if order.collected_at else None,
+            target=TURNAROUND_TARGETS.get(order.priority, TURNAROUND_TARGETS[Priority.ROUTINE]),
+            critical_unacknowledged=order.open_critical,
+        )
+        for order in orders
+    ]
+
+
+def released_lab_orders(*, client: ApiClient, since: datetime, limit: int = 20) -> QuerySet[LabOrder]:
+    """The visible orders released (final) since `since`, newest first: the work list's report links."""
+    return (
+        visible_lab_orders(client)
+        .filter(status=OrderStatus.FINAL, updated_at__gte=since)
+        .select_related("branch", "patient")
+        .order_by("-updated_at", "id")[:limit]
+    )
+
+
 # Dashboard reads: the lab's work list at a glance for the admin's home page, from the open orders of the
 # reader's branches (the (branch, created_at) index carries status and priority).
 
-OPEN_ORDER_STATUSES = (OrderStatus.ORDERED, OrderStatus.COLLECTED, OrderStatus.RESULTED)
-CRITICAL_FLAGS = (Flag.CRITICAL_LOW, Flag.CRITICAL_HIGH)
 # How many orders with critical results the home page links to by id (a longer list is cut there).
 CRITICAL_ORDERS_LINKED = 100
 

@@ -47,7 +47,6 @@ from lab.models import (
     CRITICAL_FLAGS,
     WORKLIST_STATUSES,
     Analyte,
-    Flag,
     ImagingStation,
     LabOrder,
     LabOrderItem,

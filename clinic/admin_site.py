@@ -156,6 +156,8 @@ def _with_base(cls: type, base: type) -> type:
 class ClinicAdminSite(OTPAdminSite):
     # No "View site" link: the service has no public site at "/", so Django's default led staff to a 404.
     site_url = None
+    # The reception journeys (find, register, book, today's queue) above the app list.
+    index_template = "admin/reception_index.html"
 
     def __init__(self, name: str = "admin") -> None:
         super().__init__(name)

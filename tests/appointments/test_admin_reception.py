@@ -367,3 +367,30 @@ def test_the_appointment_list_fits_with_the_status_on_screen(reception, today):
     assert [h.strip() for h in headers] == ["Slot", "Token", "Patient", "Doctor", "Branch", "Status"]
     assert f'href="{QUEUE}"' in html
     assert f'href="{BOOK}"' in html
+
+
+def test_changing_an_appointment_needs_the_change_permission(django_user_model, booked, blr):
+    lab = staff_client(django_user_model, "lab", blr, role="lab technician")
+    before = counts()
+
+    assert lab.get(f"{ROOT}{booked.pk}/reschedule/").status_code == 403
+    assert lab.post(f"{ROOT}{booked.pk}/cancel/", {"reason": "x"}).status_code == 403
+    assert lab.post(f"{ROOT}{booked.pk}/status/check-in/").status_code == 403
+    booked.refresh_from_db()
+    assert (booked.status, booked.version) == ("booked", 1)
+    assert counts() == before
+
+
+def test_a_doctor_of_two_branches_needs_the_branch_and_nothing_is_booked_without_it(
+    reception, patient, blr, django_user_model
+):
+    other = BranchFactory(code="HSR", name="HSR Layout")
+    staff_of(django_user_model.objects.get(username="frontdesk"), blr, other)
+    doctor = DoctorFactory(name="Dr. Two Places", branches=[blr, other])
+    WeeklySession.objects.create(doctor=doctor, branch=blr, weekday=0, start=time(9, 0), end=time(10, 0))
+    before = counts()
+
+    response = reception.post(BOOK, {**book_query(patient, doctor), "slot": local(DAY, "09:30", blr).isoformat()})
+
+    assert "Required: this doctor consults at more than one branch." in response.content.decode()
+    assert counts() == before

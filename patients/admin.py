@@ -168,6 +168,15 @@ class PatientMergeForm(forms.Form):
         return target
 
 
+class FindForm(forms.Form):
+    """The search box: a CharField refuses NUL characters (PostgreSQL cannot take them), as the API does."""
+
+    q = forms.CharField(required=False, max_length=100)
+
+    def clean_q(self) -> str:
+        return " ".join(self.cleaned_data["q"].split())
+
+
 FIND_MIN_CHARACTERS = 2  # as the API's `search`
 FIND_LIMIT = 20  # the best candidates shown; the page says how many more matched
 
@@ -265,7 +274,8 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
         if not self.has_view_permission(request):
             raise PermissionDenied
         clock = Clock()
-        query = " ".join(request.GET.get("q", "").split())[:100]
+        search = FindForm(request.GET)
+        query = search.cleaned_data["q"] if search.is_valid() else ""
         found: list[Patient] = []
         total = 0
         if len(query) >= FIND_MIN_CHARACTERS:
@@ -288,6 +298,7 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
             "title": "Find a patient",
             "opts": self.opts,
             "query": query,
+            "errors": search.errors.get("q", []),
             "too_short": 0 < len(query) < FIND_MIN_CHARACTERS,
             "rows": rows,
             "total": total,

@@ -394,3 +394,17 @@ def test_a_doctor_of_two_branches_needs_the_branch_and_nothing_is_booked_without
 
     assert "Required: this doctor consults at more than one branch." in response.content.decode()
     assert counts() == before
+
+
+def test_bad_input_is_a_message_or_a_form_error_and_books_nothing(reception, doctor, patient, blr):
+    before = counts()
+
+    garbage_slot = reception.post(BOOK, {**book_query(patient, doctor), "slot": "tomorrow at nine"})
+    bad_date = reception.get(BOOK, {**book_query(patient, doctor), "date": "2026-02-30"})
+    odd_queue = reception.get(QUEUE, {"branch": "not-a-branch", "doctor": "\x01"})
+
+    assert messages_of(garbage_slot) == ["Pick one of the free slots."]
+    assert "Enter a valid date." in bad_date.content.decode()
+    assert slot_buttons(bad_date.content.decode()) == []
+    assert odd_queue.status_code in (200, 400)
+    assert counts() == before

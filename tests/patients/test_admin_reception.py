@@ -221,3 +221,14 @@ def test_the_registration_branch_defaults_to_and_is_limited_to_the_staff_members
     assert elsewhere.status_code == 200
     assert "registration_branch" in elsewhere.context["adminform"].form.errors
     assert Patient.objects.count() == 0
+
+
+def test_a_search_with_a_nul_character_is_a_form_error_never_a_500(reception, blr):
+    PatientFactory(first_name="Rohan", last_name="Das", registration_branch=blr)
+
+    response = reception.get(FIND, {"q": "ro\x00han"})
+
+    assert response.status_code == 200
+    assert "Null characters are not allowed." in response.content.decode()
+    assert 'id="find_results"' not in response.content.decode()
+    assert AuditLogEntry.objects.count() == 0

@@ -13,12 +13,13 @@ from appointments.models import Appointment
 from clinic.errors import FieldError, NotFound
 from clinic.models import Branch, Doctor
 from clinic.selectors import doctor_branches_visible
+from clinic.visibility import BranchRestricted
 from integrations.models import ApiClient
 from patients.models import Patient
 from patients.selectors import Span, any_of, any_span
 
 
-def doctor_branch_resolve(*, client: ApiClient, doctor: Doctor, branch_id: uuid.UUID | None) -> Branch:
+def doctor_branch_resolve(*, client: BranchRestricted, doctor: Doctor, branch_id: uuid.UUID | None) -> Branch:
     """The branch of a slot query or booking: the one named (the doctor must consult there), or the
     doctor's only branch visible to the client. Otherwise a 400 naming branch_id."""
     branches = doctor_branches_visible(client=client, doctor=doctor)
@@ -32,8 +33,32 @@ def doctor_branch_resolve(*, client: ApiClient, doctor: Doctor, branch_id: uuid.
     raise FieldError({"branch_id": "Required: this doctor consults at more than one branch."})
 
 
-def visible_appointments(client: ApiClient) -> QuerySet[Appointment]:
+def visible_appointments(client: BranchRestricted) -> QuerySet[Appointment]:
     return Appointment.objects.visible_to(client).select_related("patient", "doctor__department", "branch")
+
+
+def appointment_queue(
+    *, client: BranchRestricted, branch: Branch, day: date, doctor: Doctor | None = None
+) -> list[Appointment]:
+    """A branch's day as reception works it: every appointment of that local day but the cancelled ones, in
+    slot order (then token), one doctor's or all."""
+    appointments = visible_appointments(client).filter(branch=branch, local_date=day)
+    if doctor is not None:
+        appointments = appointments.filter(doctor=doctor)
+    return list(appointments.exclude(status=Appointment.Status.CANCELLED).order_by("slot_start", "token_number"))
+
+
+def reception_branches(*, client: BranchRestricted) -> QuerySet[Branch]:
+    """The open branches a staff member books and runs queues at."""
+    return Branch.objects.visible_to(client).filter(is_active=True).order_by("code", "id")
+
+
+def reception_doctors(*, client: BranchRestricted, branch: Branch | None = None) -> QuerySet[Doctor]:
+    """Active doctors of the staff member's branches (of `branch` alone when given), by name."""
+    doctors = Doctor.objects.visible_to(client).filter(is_active=True)
+    if branch is not None:
+        doctors = doctors.filter(branches=branch)
+    return doctors.select_related("department").order_by("name", "id")
 
 
 def appointment_get(*, client: ApiClient, appointment_id: str) -> Appointment:

@@ -161,6 +161,7 @@ def _with_base(cls: type, base: type) -> type:
 class ClinicAdminSite(OTPAdminSite):
     # No "View site" link: the service has no public site at "/", so Django's default led staff to a 404.
     site_url = None
+    # The home page: reception links, the dashboard of the user\'s roles, the app list grouped by work.
     index_template = "admin/clinic_index.html"
 
     def __init__(self, name: str = "admin") -> None:

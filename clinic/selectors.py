@@ -16,7 +16,7 @@ from django.utils import timezone
 from clinic.errors import FieldError, NotFound
 from clinic.lib.rows import columns, loaded, split
 from clinic.models import Branch, Department, Doctor
-from clinic.visibility import client_branch_ids
+from clinic.visibility import BranchRestricted, client_branch_ids
 from integrations.models import ApiClient
 
 
@@ -71,7 +71,7 @@ def branch_list(*, client: ApiClient, state: str | None = None) -> QuerySet[Bran
     return branches.order_by("code", "id")
 
 
-def _visible_active_branches(client: ApiClient) -> QuerySet[Branch]:
+def _visible_active_branches(client: BranchRestricted) -> QuerySet[Branch]:
     return Branch.objects.visible_to(client).filter(is_active=True)
 
 
@@ -194,7 +194,7 @@ def _doctor_statements() -> tuple[str, str]:
     return f"{sql} ORDER BY b.code", f"{sql} AND b.id = ANY(%s) ORDER BY b.code"
 
 
-def doctor_branches_visible(*, client: ApiClient, doctor: Doctor) -> list[Branch]:
+def doctor_branches_visible(*, client: BranchRestricted, doctor: Doctor) -> list[Branch]:
     """The doctor's active branches the client may see: those doctor_get and doctor_list loaded, else read."""
     loaded = doctor.__dict__.get(_VISIBLE_BRANCHES)
     if loaded is None:

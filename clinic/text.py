@@ -19,3 +19,8 @@ def has_non_ascii_digit(text: str) -> bool:
 def like_prefix(word: str) -> str:
     """A LIKE pattern for words starting with `word`, its own wildcards taken literally."""
     return re.sub(r"([\\%_])", r"\\\1", word) + "%"
+
+
+def mask_phone(phone: str) -> str:
+    """A phone number as staff lists and logs show it: the country prefix and the last four digits."""
+    return phone[:3] + "*" * max(len(phone) - 7, 0) + phone[-4:] if len(phone) > 7 else "*" * len(phone)

@@ -6,10 +6,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 
 from clinic.admin_actions import apply_to_each, form_confirmation, reason_confirmation
-from clinic.admin_audit import PatientDataAuditMixin
+from clinic.admin_audit import Clock, PatientDataAuditMixin, write_admin_audit
 from clinic.admin_records import (
     ClinicalInlineMixin,
     ClinicalRecordAdminMixin,
@@ -18,8 +23,10 @@ from clinic.admin_records import (
     RecordHistoryAdminMixin,
     staff_actor,
 )
+from clinic.staff import StaffReader, staff_reader
 from clinic.states import IndianState
-from patients import services
+from clinic.text import mask_phone
+from patients import selectors, services
 from patients.identifiers import normalise_aadhaar, normalise_phone
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
 
@@ -52,12 +59,18 @@ class VisitInline(ClinicalInlineMixin, admin.TabularInline):
     ordering = ["-start"]
 
 
+DISTINCT_PERSON_LABEL = "Yes, this is a different person (e.g. a twin)"
+
+
 class PatientAdminForm(forms.ModelForm):
     national_id = forms.CharField(
         required=False,
         label="National ID (Aadhaar)",
         help_text="Leave empty to keep the stored one; it is never shown.",
     )
+    # Hidden until the duplicate rule matches: then staff see the registrations it matched and confirm.
+    distinct_person = forms.BooleanField(required=False, label="", widget=forms.HiddenInput)
+    reader: StaffReader  # set per request by PatientAdmin.get_form
 
     class Meta:
         model = Patient
@@ -89,11 +102,40 @@ class PatientAdminForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         phone, born = cleaned.get("phone"), cleaned.get("date_of_birth")
-        if phone and born and cleaned.get("is_active", True):
-            match = services.patient_duplicate_find(phone=phone, date_of_birth=born, exclude_id=self.instance.pk)
-            if match is not None:
-                self.add_error("phone", f"{match.patient_id} already has this phone number and date of birth.")
+        # Compared with the stored values (clean() runs before the instance takes the form's): an edit that
+        # keeps them (a twin's later edit) is not asked again.
+        stored = (self.instance.phone, self.instance.date_of_birth)
+        identity_changed = self.instance._state.adding or (phone, born) != stored
+        if phone and born and cleaned.get("is_active", True) and identity_changed:
+            self._check_duplicates(phone, born, confirmed=bool(cleaned.get("distinct_person")))
         return cleaned
+
+    def _check_duplicates(self, phone: str, born: Any, *, confirmed: bool) -> None:
+        """The duplicate rule as the API applies it, except that staff may confirm another person (twins)."""
+        shown, elsewhere = selectors.patient_possible_duplicates(
+            client=self.reader, phone=phone, date_of_birth=born, exclude_id=self.instance.pk
+        )
+        if not shown and not elsewhere:
+            return
+        self.fields["distinct_person"].widget = forms.CheckboxInput()
+        self.fields["distinct_person"].label = self["distinct_person"].label = DISTINCT_PERSON_LABEL  # bound: cached
+        if confirmed:
+            return
+        if shown:
+            self.add_error("phone", f"{shown[0].patient_id} already has this phone number and date of birth.")
+        else:
+            self.add_error(
+                "phone", "A patient with this phone number and date of birth is registered at another branch."
+            )
+        listed = "; ".join(
+            f"{p.patient_id} {p.name}, born {p.date_of_birth:%d %b %Y}, registered at {p.registration_branch.code}"
+            for p in shown
+        )
+        self.add_error(
+            "distinct_person",
+            (f"Possible duplicates: {listed}. " if listed else "")
+            + "Open the existing record instead, or tick the box if this is a different person and save again.",
+        )
 
     def service_data(self) -> dict[str, Any]:
         """The cleaned form in the shape patient_create / patient_update take."""
@@ -124,6 +166,19 @@ class PatientMergeForm(forms.Form):
         if target is None:
             raise forms.ValidationError(f"No patient {ref}.")
         return target
+
+
+class FindForm(forms.Form):
+    """The search box: a CharField refuses NUL characters (PostgreSQL cannot take them), as the API does."""
+
+    q = forms.CharField(required=False, max_length=100)
+
+    def clean_q(self) -> str:
+        return " ".join(self.cleaned_data["q"].split())
+
+
+FIND_MIN_CHARACTERS = 2  # as the API's `search`
+FIND_LIMIT = 20  # the best candidates shown; the page says how many more matched
 
 
 @admin.register(Patient)
@@ -169,6 +224,91 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
         ("Identifiers", {"fields": ["registration_branch", "national_health_id", "national_id", "national_id_masked"]}),
         ("History", {"fields": ["registered_at", "updated_at", "merged_into", "merged_at", "record_history"]}),
     ]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"reader": staff_reader(request.user)})
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = []
+        for name, options in super().get_fieldsets(request, obj):
+            fields = list(options["fields"])
+            if "phone" in fields:  # the confirmation of another person sits under the phone it concerns
+                fields.insert(fields.index("phone") + 1, "distinct_person")
+            fieldsets.append((name, {**options, "fields": fields}))
+        return fieldsets
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """A staff member of one open branch registers there: it is preselected (the choices are their
+        branches, as everywhere in the admin)."""
+        initial = super().get_changeform_initial_data(request)
+        branches = list(selectors.registration_branches(client=staff_reader(request.user))[:2])
+        if len(branches) == 1:
+            initial.setdefault("registration_branch", str(branches[0].pk))
+        return initial
+
+    # --- Find a patient: the API's search engine, ranked, with its cut-off ---------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("find/", self.admin_site.admin_view(self.find_view), name="patients_patient_find"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        tools = {"find_url": reverse("admin:patients_patient_find")}
+        return super().changelist_view(request, {**tools, **(extra_context or {})})
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        tools: dict[str, Any] = {}
+        patient = self.get_object(request, unquote(object_id))
+        if patient is not None and patient.is_active and request.user.has_perm("appointments.add_appointment"):
+            tools["book_url"] = f"{reverse('admin:appointments_appointment_book')}?patient={patient.patient_id}"
+        return super().change_view(request, object_id, form_url, {**tools, **(extra_context or {})})
+
+    def find_view(self, request: HttpRequest) -> HttpResponse:
+        """The best matches of the API's search engine among the staff member's patients, in its order and
+        with its cut-off (a changelist would re-sort them); audited like every page showing patients."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        clock = Clock()
+        search = FindForm(request.GET)
+        query = search.cleaned_data["q"] if search.is_valid() else ""
+        found: list[Patient] = []
+        total = 0
+        if len(query) >= FIND_MIN_CHARACTERS:
+            found, total = selectors.patient_find(client=staff_reader(request.user), search=query, limit=FIND_LIMIT)
+        today = timezone.localdate()
+        can_book = request.user.has_perm("appointments.add_appointment")
+        book = reverse("admin:appointments_appointment_book")
+        rows = [
+            {
+                "patient": patient,
+                "url": reverse("admin:patients_patient_change", args=[patient.pk]),
+                "age_sex": f"{patient.age_on(today)} y · {patient.get_gender_display()}",
+                "phone": mask_phone(patient.phone),
+                "book_url": f"{book}?patient={patient.patient_id}" if can_book and patient.is_active else "",
+            }
+            for patient in found
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Find a patient",
+            "opts": self.opts,
+            "query": query,
+            "errors": search.errors.get("q", []),
+            "too_short": 0 < len(query) < FIND_MIN_CHARACTERS,
+            "rows": rows,
+            "total": total,
+            "cut_off": total > len(rows),
+            "min_characters": FIND_MIN_CHARACTERS,
+            "add_url": reverse("admin:patients_patient_add") if self.has_add_permission(request) else "",
+        }
+        response = TemplateResponse(request, "admin/patients/patient/find.html", context)
+        write_admin_audit(request, response, [patient.pk for patient in found], clock)
+        return response
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
         found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
@@ -238,12 +378,18 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
         the sequence, national ID encrypted); the form's object then becomes the saved row, so the
         inlines attach to it. The patient event waits for the inlines (save_related)."""
         data = form.service_data()
+        confirmed = bool(form.cleaned_data.get("distinct_person"))
         if change:
             saved = services.patient_update(
-                patient=obj, data={**data, "branch": obj.registration_branch}, publish=False
+                patient=obj,
+                data={**data, "branch": obj.registration_branch},
+                publish=False,
+                distinct_person_confirmed=confirmed,
             )
         else:
-            saved = services.patient_create(branch=obj.registration_branch, data=data, publish=False)
+            saved = services.patient_create(
+                branch=obj.registration_branch, data=data, publish=False, distinct_person_confirmed=confirmed
+            )
         obj.pk = saved.pk
         obj._state.adding = False
         obj.refresh_from_db()

@@ -25,7 +25,7 @@ from clinic.errors import FieldError, NotFound
 from clinic.lib.rows import loaded
 from clinic.models import Branch
 from clinic.text import has_non_ascii_digit, like_prefix
-from clinic.visibility import client_branch_ids, client_sees_branch
+from clinic.visibility import BranchRestricted, client_branch_ids, client_sees_branch
 from integrations.models import ApiClient
 from patients.identifiers import normalise_patient_ref
 from patients.models import Allergy, Diagnosis, Patient, Visit
@@ -33,12 +33,12 @@ from patients.search import SearchFilters
 from patients.search import search as patient_search_ids
 
 
-def visible_patients(client: ApiClient) -> QuerySet[Patient]:
+def visible_patients(client: BranchRestricted) -> QuerySet[Patient]:
     """Patients registered at the client's branches (Patient.objects.visible_to)."""
     return Patient.objects.visible_to(client)
 
 
-def patient_get(*, client: ApiClient, ref: str) -> Patient:
+def patient_get(*, client: BranchRestricted, ref: str) -> Patient:
     """By UUID or business patient_id; 404 when unknown or not visible (no existence oracle). A patient
     merged into another resolves to the record that survived (FHIR Patient.link "replaced-by"): ids an
     integrator kept keep working, and reads and writes reach the one current record."""
@@ -81,7 +81,9 @@ def _patient_statements(kind: str, restricted: bool, profile: bool) -> str:
 _BRANCH_COLUMN = "registration_branch__"
 
 
-def _patient_named(client: ApiClient | None, ref: str | uuid.UUID, profile_day: date | None = None) -> Patient | None:
+def _patient_named(
+    client: BranchRestricted | None, ref: str | uuid.UUID, profile_day: date | None = None
+) -> Patient | None:
     """The patient `ref` names before following a merge
     (UUID, else business patient_id; non-ASCII digits name nobody, as uuid.UUID would read Arabic-Indic
     digits as hex digits) when registered at a branch the client may see (None: any branch, for the event
@@ -390,6 +392,34 @@ def patient_search(
     ids, total = patient_search_ids(search, filters, offset=offset, limit=limit)
     found = {patient.id: patient for patient in _summaries(visible_patients(client)).filter(id__in=ids)}
     return [found[patient_id] for patient_id in ids if patient_id in found], total
+
+
+def patient_find(*, client: BranchRestricted, search: str, limit: int) -> tuple[list[Patient], int]:
+    """The staff's "Find a patient": the API search engine's best `limit` candidates among visible patients,
+    in its rank order, with their registration branch, and how many it matched (its cut-off included)."""
+    filters = SearchFilters(branch_ids=client_branch_ids(client))
+    ids, total = patient_search_ids(search, filters, offset=0, limit=limit)
+    found = {p.id: p for p in visible_patients(client).filter(id__in=ids).select_related("registration_branch")}
+    return [found[patient_id] for patient_id in ids if patient_id in found], total
+
+
+def registration_branches(*, client: BranchRestricted) -> QuerySet[Branch]:
+    """The open branches the client (a staff member) may register patients at."""
+    return Branch.objects.visible_to(client).filter(is_active=True).order_by("code", "id")
+
+
+def patient_possible_duplicates(
+    *, client: BranchRestricted, phone: str, date_of_birth: date, exclude_id: uuid.UUID | None = None
+) -> tuple[list[Patient], bool]:
+    """Active patients registered with this phone and birth date (the duplicate rule's match): those the
+    client may see, oldest first, and whether any is registered at a branch it may not see (named by nothing)."""
+    same = Patient.objects.filter(phone=phone, date_of_birth=date_of_birth, is_active=True)
+    if exclude_id is not None:
+        same = same.exclude(id=exclude_id)
+    visible = list(same.visible_to(client).select_related("registration_branch").order_by("registered_at", "id")[:20])
+    allowed = client_branch_ids(client)
+    hidden = allowed is not None and same.exclude(registration_branch_id__in=allowed).exists()
+    return visible, hidden
 
 
 def registration_branch_resolve(*, client: ApiClient, branch_id: uuid.UUID | None) -> Branch:

@@ -152,14 +152,24 @@ def _apply(patient: Patient, data: dict[str, Any]) -> None:
 
 @transaction.atomic
 def patient_create(
-    *, branch: Branch, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None, publish: bool = True
+    *,
+    branch: Branch,
+    data: dict[str, Any],
+    visible_branch_ids: frozenset[Any] | None = None,
+    publish: bool = True,
+    distinct_person_confirmed: bool = False,
 ) -> Patient:
     """Register a patient and publish `patient.registered`. `data` holds validated create fields; raises
     DuplicatePatient (409). `visible_branch_ids`: the branches the caller may see (None: all), so a
     conflict with a record elsewhere names no ids. `publish=False`: the caller saves more of the patient
-    in this transaction and publishes afterwards (patient_saved_publish)."""
+    in this transaction and publishes afterwards (patient_saved_publish). `distinct_person_confirmed`:
+    staff saw the registrations with this phone and birth date and confirmed this is another person
+    (twins sharing a parent's phone); only the admin offers it, the API never does."""
     locks.identity_lock(phone=data["phone"], date_of_birth=data["date_of_birth"])
-    _check_duplicate(phone=data["phone"], date_of_birth=data["date_of_birth"], visible_branch_ids=visible_branch_ids)
+    if not distinct_person_confirmed:
+        _check_duplicate(
+            phone=data["phone"], date_of_birth=data["date_of_birth"], visible_branch_ids=visible_branch_ids
+        )
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval(%s)", [PATIENT_NUMBER_SEQUENCE])
         number = cursor.fetchone()[0]
@@ -174,16 +184,21 @@ def patient_create(
 
 @transaction.atomic
 def patient_update(
-    *, patient: Patient, data: dict[str, Any], visible_branch_ids: frozenset[Any] | None = None, publish: bool = True
+    *,
+    patient: Patient,
+    data: dict[str, Any],
+    visible_branch_ids: frozenset[Any] | None = None,
+    publish: bool = True,
+    distinct_person_confirmed: bool = False,
 ) -> Patient:
     """Apply a partial update; the duplicate rule is checked again when phone or birth date change. Publishes
-    `patient.updated` when a value actually changed (identical values publish nothing). `publish=False`: as
-    for patient_create."""
+    `patient.updated` when a value actually changed (identical values publish nothing). `publish=False` and
+    `distinct_person_confirmed`: as for patient_create."""
     locked = locks.patient_lock(patient_id=patient.pk)
     before = _record_state(locked)
     phone = data.get("phone", locked.phone)
     date_of_birth = data.get("date_of_birth", locked.date_of_birth)
-    if (phone, date_of_birth) != (locked.phone, locked.date_of_birth):
+    if (phone, date_of_birth) != (locked.phone, locked.date_of_birth) and not distinct_person_confirmed:
         locks.identity_lock(phone=phone, date_of_birth=date_of_birth)
         _check_duplicate(
             phone=phone, date_of_birth=date_of_birth, exclude_id=locked.pk, visible_branch_ids=visible_branch_ids

@@ -1,15 +1,18 @@
-"""Demo scheduling data for `seed_demo`: weekly sessions on every day of the week, a leave, a holiday and
-appointments in every status. Idempotent."""
+"""Demo scheduling data for `seed_demo`: weekly sessions on every day of the week, a leave, a holiday, a few
+bookings ahead, and at each branch a clinic day around the branch's current local time, whatever the hour:
+patients seen earlier, a no-show, patients checked in and waiting, and bookings still to arrive (one of them
+cancelled). Idempotent; run on another day, it adds that day's clinic at each branch."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from appointments.models import Appointment, BranchHoliday, DoctorLeave, TokenCounter, WeeklySession
+from appointments import locks
+from appointments.models import Appointment, AppointmentChange, BranchHoliday, DoctorLeave, WeeklySession
 from appointments.services import (
     appointment_book,
     appointment_cancel,
@@ -17,21 +20,33 @@ from appointments.services import (
     appointment_complete,
     appointment_no_show,
 )
-from appointments.slots import free_cells
+from appointments.slots import Cell, free_cells, grid
 from clinic.models import Branch, Doctor
-from patients.models import Patient
+from patients.models import Patient, Visit
 
 MORNING = (time(9, 0), time(13, 0))
 AFTERNOON = (time(14, 0), time(18, 0))
+# The duty doctor of a branch consults round the clock, so the demo has a clinic in session at any hour.
+ROUND_THE_CLOCK = (time(0, 0), time(23, 59))
+ACTOR = "seed_demo"
+
+# A branch's day, in slot order: seen earlier (C), a no-show (N), checked in and waiting (W), still to come
+# (B), cancelled (X). The first booking still to come is placed at the first slot after now.
+COMPLETED, NO_SHOW, WAITING, BOOKED, CANCELLED = "C", "N", "W", "B", "X"
+CLINIC_DAY = (COMPLETED, COMPLETED, NO_SHOW, WAITING, WAITING, BOOKED, BOOKED, CANCELLED, BOOKED, BOOKED)
+BEFORE_NOW = CLINIC_DAY.index(BOOKED)
 
 
 @transaction.atomic
-def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]) -> dict[str, int]:
+def seed_demo_schedule(
+    *, doctors: Sequence[Doctor], patients: Sequence[Patient], duty_doctors: Sequence[Doctor] = ()
+) -> dict[str, int]:
     for doctor in doctors:
         if WeeklySession.objects.filter(doctor=doctor).exists():
             continue  # a schedule configured by staff is left as it is
         # A doctor at two branches consults at the first in the morning, at the second in the afternoon.
-        for branch, (start, end) in zip(doctor.branches.order_by("code"), (MORNING, AFTERNOON), strict=False):
+        hours = [ROUND_THE_CLOCK] if doctor in duty_doctors else [MORNING, AFTERNOON]
+        for branch, (start, end) in zip(doctor.branches.order_by("code"), hours, strict=False):
             for weekday in range(7):
                 WeeklySession.objects.get_or_create(doctor=doctor, branch=branch, weekday=weekday, start=start, end=end)
     first = doctors[0]
@@ -44,53 +59,114 @@ def seed_demo_schedule(*, doctors: Sequence[Doctor], patients: Sequence[Patient]
         BranchHoliday.objects.get_or_create(
             branch=home, date=date(timezone.localdate().year, 12, 25), defaults={"name": "Christmas"}
         )
-    if not Appointment.objects.filter(patient__in=patients).exists() and home is not None:
-        _seed_appointments(doctor=first, branch=home, patients=patients[:7])
+        _seed_ahead(doctor=first, branch=home, patients=patients[:4])
+    for doctor in duty_doctors:
+        for branch in doctor.branches.order_by("code"):
+            at_branch = [patient for patient in patients if patient.registration_branch_id == branch.pk]
+            _seed_clinic_day(doctor=doctor, branch=branch, patients=at_branch or list(patients))
     return {
         "sessions": WeeklySession.objects.filter(doctor__in=doctors).count(),
         "appointments": Appointment.objects.filter(patient__in=patients).count(),
     }
 
 
-def _seed_appointments(*, doctor: Doctor, branch: Branch, patients: Sequence[Patient]) -> None:
-    """Seven bookings on the doctor's next open day, then one appointment in every other status."""
+def _seed_ahead(*, doctor: Doctor, branch: Branch, patients: Sequence[Patient]) -> None:
+    """Bookings on the doctor's next open day (to reschedule or cancel in the demo), one of them cancelled;
+    once, while none of the doctor's appointments lies ahead."""
+    today = timezone.localtime(timezone.now(), branch.zone).date()
+    if Appointment.objects.filter(doctor=doctor, local_date__gt=today).exists():
+        return
     length = timedelta(minutes=doctor.default_slot_minutes)
     for offset in range(1, 15):
-        cells = free_cells(
-            doctor=doctor, branch=branch, day=timezone.localdate() + timedelta(days=offset), duration=length
-        )
+        cells = free_cells(doctor=doctor, branch=branch, day=today + timedelta(days=offset), duration=length)
         if len(cells) >= len(patients):
             break
     else:
         return
     booked = [
         appointment_book(
-            patient=patient, doctor=doctor, branch=branch, slot_start=cell.start, slot_end=cell.end, actor="seed_demo"
+            patient=patient, doctor=doctor, branch=branch, slot_start=cell.start, slot_end=cell.end, actor=ACTOR
         )
         for patient, cell in zip(patients, cells, strict=False)
     ]
-    if len(booked) < 7:
+    appointment_cancel(appointment=booked[-1], reason="Patient travelling", actor=ACTOR, enforce_window=False)
+
+
+def _seed_clinic_day(*, doctor: Doctor, branch: Branch, patients: Sequence[Patient]) -> None:
+    """CLINIC_DAY on the branch's local today around its current time, once a day per doctor and branch."""
+    now = timezone.now()
+    today = timezone.localtime(now, branch.zone).date()
+    if Appointment.objects.filter(doctor=doctor, branch=branch, local_date=today).exists():
         return
-    # Check-in happens on the appointment's day and a no-show once it has started, so the three that show
-    # the clinic's day are moved to today first, back to back and ending around now.
-    _move_to_today(doctor=doctor, branch=branch, appointments=[booked[6], booked[4], booked[3]], length=length)
-    appointment_check_in(appointment=booked[3], actor="seed_demo")
-    appointment_complete(appointment=appointment_check_in(appointment=booked[4], actor="seed_demo"), actor="seed_demo")
-    appointment_cancel(appointment=booked[5], reason="Patient travelling", actor="seed_demo", enforce_window=False)
-    appointment_no_show(appointment=booked[6], actor="seed_demo")
-
-
-def _move_to_today(*, doctor: Doctor, branch: Branch, appointments: Sequence[Appointment], length: timedelta) -> None:
-    """Demo data only: put the appointments one after another from len x length before now (not before local
-    midnight), so the first has started and all are on today's local date. Each keeps its token; today's
-    counter is raised past it so later bookings today never hand the number out again."""
-    now = timezone.localtime(timezone.now(), branch.zone).replace(second=0, microsecond=0)
-    start = max(now - len(appointments) * length, now.replace(hour=0, minute=0))
-    for index, appointment in enumerate(appointments):
-        slot_start = start + index * length
-        Appointment.objects.filter(pk=appointment.pk).update(
-            slot_start=slot_start, slot_end=slot_start + length, local_date=slot_start.date()
+    cells = grid(doctor=doctor, branch=branch, day=today, duration=timedelta(minutes=doctor.default_slot_minutes))
+    if len(cells) < len(CLINIC_DAY):
+        return
+    upcoming = next((index for index, cell in enumerate(cells) if cell.start > now), len(cells))
+    # Near midnight the day is shifted to fit: just after, it starts now; just before, it ends now (the
+    # bookings then lie in the past, patients who can still be checked in until midnight).
+    first = min(max(upcoming - BEFORE_NOW, 0), len(cells) - len(CLINIC_DAY))
+    day = list(zip(CLINIC_DAY, cells[first : first + len(CLINIC_DAY)], strict=True))
+    # Patients already booked that day (the bookings made ahead on an earlier day) are left out, so no one
+    # is booked twice at once; the rest come round again if the day has more slots than patients.
+    busy = set(
+        Appointment.objects.filter(
+            patient__in=patients, local_date=today, status__in=Appointment.ACTIVE_STATUSES
+        ).values_list("patient_id", flat=True)
+    )
+    free = [patient for patient in patients if patient.pk not in busy] or list(patients)
+    # Booked in slot order, so token numbers follow the day as a clinic hands them out.
+    for index, (kind, cell) in enumerate(day):
+        patient = free[index % len(free)]
+        appointment = (
+            appointment_book(
+                patient=patient, doctor=doctor, branch=branch, slot_start=cell.start, slot_end=cell.end, actor=ACTOR
+            )
+            if cell.start > now
+            else _book_past(patient=patient, doctor=doctor, branch=branch, cell=cell, local_date=today)
         )
-    counter, _ = TokenCounter.objects.get_or_create(doctor=doctor, local_date=start.date())
-    counter.last_number = max([counter.last_number, *(a.token_number for a in appointments)])
-    counter.save(update_fields=["last_number"])
+        _play(appointment, kind, now)
+
+
+def _book_past(*, patient: Patient, doctor: Doctor, branch: Branch, cell: Cell, local_date: date) -> Appointment:
+    """Demo data only: a booking of a slot that has begun (the booking service books free slots ahead only),
+    with the day's next token and its history row."""
+    appointment = Appointment.objects.create(
+        patient=patient,
+        doctor=doctor,
+        branch=branch,
+        slot_start=cell.start,
+        slot_end=cell.end,
+        local_date=local_date,
+        token_number=locks.doctor_day_next_token(doctor=doctor, local_date=local_date),
+    )
+    AppointmentChange.objects.create(
+        appointment=appointment, version=1, kind=AppointmentChange.Kind.BOOKED, at=appointment.updated_at, actor=ACTOR
+    )
+    return appointment
+
+
+def _play(appointment: Appointment, kind: str, now: datetime) -> None:
+    """Take the appointment through the services to its place in the day, then date the check-in and the
+    completion as they would have happened (a few minutes around its slot, never after now)."""
+    started = appointment.slot_start <= now
+    if kind == CANCELLED:
+        # Cancelled by the front desk on the patient's call: staff cancel inside the window too.
+        appointment_cancel(
+            appointment=appointment, reason="Patient called to cancel", actor=ACTOR, enforce_window=False
+        )
+    elif kind == NO_SHOW and started:
+        appointment_no_show(appointment=appointment, actor=ACTOR)
+    elif kind in (COMPLETED, WAITING):
+        appointment = appointment_check_in(appointment=appointment, actor=ACTOR)
+        checked_in = min(appointment.slot_start - timedelta(minutes=6), now)
+        _dated(appointment, AppointmentChange.Kind.CHECKED_IN, checked_in_at=checked_in)
+        if kind == COMPLETED:
+            appointment = appointment_complete(appointment=appointment, actor=ACTOR)
+            completed = min(appointment.slot_end, now)
+            _dated(appointment, AppointmentChange.Kind.COMPLETED, completed_at=completed)
+            Visit.objects.filter(appointment=appointment).update(start=checked_in, end=max(completed, checked_in))
+
+
+def _dated(appointment: Appointment, kind: str, **times: datetime) -> None:
+    Appointment.objects.filter(pk=appointment.pk).update(**times)
+    AppointmentChange.objects.filter(appointment=appointment, kind=kind).update(at=next(iter(times.values())))

@@ -23,6 +23,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from clinic.celery import task_get
+from clinic.text import mask_phone
 from clinic.worker_counters import counter_inc
 from integrations.models import NotificationAttempt, NotificationSettings
 from integrations.notifications.sms import SmsError, sms_backend
@@ -93,10 +94,6 @@ def notification_channels(*, event_type: str, branch_id: uuid.UUID) -> list[str]
         return []
     sms_enabled, email_enabled = switches
     return [channel for channel, on in ((Channel.SMS, sms_enabled), (Channel.EMAIL, email_enabled)) if on]
-
-
-def mask_phone(phone: str) -> str:
-    return phone[:3] + "*" * max(len(phone) - 7, 0) + phone[-4:] if len(phone) > 7 else "*" * len(phone)
 
 
 def mask_email(email: str) -> str:

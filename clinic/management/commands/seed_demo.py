@@ -47,12 +47,15 @@ BRANCHES: list[dict[str, Any]] = [
         "cancellation_window_minutes": 30,
     },
 ]
-DEPARTMENTS = ["General Medicine", "Cardiology", "Paediatrics", "Orthopaedics", "Dermatology"]
+DEPARTMENTS = ["General Medicine", "Cardiology", "Paediatrics", "Orthopaedics", "Dermatology", "Emergency Medicine"]
 DOCTORS: list[dict[str, Any]] = [
     {"name": "Dr. Ananya Rao", "department": "General Medicine", "branches": ["BLR", "MUM"], "slot": 15},
     {"name": "Dr. Vikram Mehta", "department": "Cardiology", "branches": ["BLR"], "slot": 20},
     {"name": "Dr. Priya Nair", "department": "Paediatrics", "branches": ["MUM"], "slot": 15},
     {"name": "Dr. Arjun Iyer", "department": "Orthopaedics", "branches": ["BLR"], "slot": 30},
+    # On duty round the clock, one per branch: the demo's clinic day is in session at any hour.
+    {"name": "Dr. Kavya Menon", "department": "Emergency Medicine", "branches": ["BLR"], "slot": 15, "duty": True},
+    {"name": "Dr. Farhan Qureshi", "department": "Emergency Medicine", "branches": ["MUM"], "slot": 15, "duty": True},
 ]
 
 
@@ -83,7 +86,8 @@ class Command(BaseCommand):
             doctors.append(doctor)
         # Each domain app seeds its own part; later issues add schedules, appointments and invoices.
         patients = seed_demo_patients(branches=list(branches.values()), doctors=doctors, count=DEMO_PATIENTS)
-        seed_demo_schedule(doctors=doctors, patients=patients)
+        duty = [doctor for doctor, spec in zip(doctors, DOCTORS, strict=True) if spec.get("duty")]
+        seed_demo_schedule(doctors=doctors, patients=patients, duty_doctors=duty)
         billing = seed_demo_billing(branches=list(branches.values()), patients=patients)
         lab = seed_demo_lab()
         lab.update(seed_demo_lab_orders(branches=list(branches.values()), doctors=doctors, patients=patients))

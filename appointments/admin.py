@@ -80,8 +80,9 @@ class AppointmentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdm
     """Appointments are booked through the API; here staff follow them and change their status. Every
     action goes through the same services as the API (history row, event, notification)."""
 
-    # Fits 1366 px: the slot in its branch's time zone first, the status last but on screen.
-    list_display = ["slot_time", "token", "patient", "doctor", "branch_code", "status"]
+    # Fits 1366 px beside the navigation and the filters: the slot in its branch's time zone, the status
+    # before the long names, the branch only for staff of several branches (get_list_display).
+    list_display = ["slot_time", "token", "status", "patient_name", "doctor", "branch_code"]
     list_display_links = ["slot_time"]
     list_filter = ["status", "branch", "visit_type", "doctor__department"]
     list_select_related = ["doctor", "patient", "branch"]
@@ -97,9 +98,18 @@ class AppointmentAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdm
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # an appointment is cancelled, never deleted: its token number and history stay
 
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = list(super().get_list_display(request))
+        branches = staff_reader(request.user).branch_ids
+        return shown if branches is None or len(branches) > 1 else [name for name in shown if name != "branch_code"]
+
+    @admin.display(description="patient", ordering="patient__last_name")
+    def patient_name(self, obj: Appointment) -> str:
+        return obj.patient.name
+
     @admin.display(description="slot", ordering="slot_start")
     def slot_time(self, obj: Appointment) -> str:
-        return f"{timezone.localtime(obj.slot_start, obj.branch.zone):%d %b %Y %H:%M %Z}"
+        return f"{timezone.localtime(obj.slot_start, obj.branch.zone):%d %b %Y, %H:%M %Z}"
 
     @admin.display(description="token", ordering="token_number")
     def token(self, obj: Appointment) -> str:

@@ -359,12 +359,26 @@ def test_the_queue_needs_the_view_permission(django_user_model, blr, today):
     assert staff_client(django_user_model, "nobody", blr, role=None).get(QUEUE).status_code == 403
 
 
+def test_staff_of_several_branches_see_the_branch_column(django_user_model, today, blr, mum):
+    both = staff_client(django_user_model, "both", blr, mum)
+
+    html = both.get(ROOT).content.decode()
+
+    head = html.split('id="result_list"', 1)[1].split("</thead>", 1)[0]
+    assert re.findall(r'<th scope="col"[^>]*>.*?<a [^>]*>([^<]+)</a>', head, re.S)[-1].strip() == "Branch"
+    assert '<td class="field-branch_code">BLR</td>' in html
+
+
 def test_the_appointment_list_fits_with_the_status_on_screen(reception, today):
     html = reception.get(ROOT).content.decode()
 
     head = html.split('id="result_list"', 1)[1].split("</thead>", 1)[0]
     headers = re.findall(r'<th scope="col"[^>]*>.*?<a [^>]*>([^<]+)</a>', head, re.S)
-    assert [h.strip() for h in headers] == ["Slot", "Token", "Patient", "Doctor", "Branch", "Status"]
+    assert [h.strip() for h in headers] == ["Slot", "Token", "Status", "Patient", "Doctor"]  # one branch: no column
+    waiting = today["waiting"]
+    local = timezone.localtime(waiting.slot_start, waiting.branch.zone)
+    assert f'{local:%d %b %Y, %H:%M} IST</a></th><td class="field-token">#1</td>' in html
+    assert '<td class="field-patient_name">P1 Queue</td>' in html
     assert f'href="{QUEUE}"' in html
     assert f'href="{BOOK}"' in html
 

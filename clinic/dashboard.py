@@ -92,8 +92,10 @@ def _reception(reader: Any, days: Any, now: datetime) -> Section:
         section.queue.append(
             QueueRow(queue, cells, _minutes_since(queue.waiting_since, now), _url(changelist, **where))
         )
-    waiting = [row.queue.counts[Appointment.Status.CHECKED_IN] for row in section.queue]
-    section.cards.append(Card("Checked in, waiting", sum(waiting), _url(changelist, status__exact="checked_in")))
+    waiting = sum(row.queue.counts[Appointment.Status.CHECKED_IN] for row in section.queue)
+    # One day at every branch (the usual case): the list of that day; else the status alone.
+    day = {"local_date": next(iter(days))} if len(days) == 1 else {}
+    section.cards.append(Card("Checked in, waiting", waiting, _url(changelist, status__exact="checked_in", **day)))
     section.charts.append(
         bar_chart(
             title="Patients checked in and waiting, per doctor",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -72,8 +73,14 @@ class Section:
 
 
 def _url(name: str, **query: Any) -> str:
-    url = reverse(name)
+    url = _reversed(name)
     return f"{url}?{urlencode(query)}" if query else url
+
+
+@cache
+def _reversed(name: str) -> str:
+    # The queue links five times per doctor: the list's address is looked up once.
+    return reverse(name)
 
 
 def _minutes_since(moment: datetime | None, now: datetime) -> str:

@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 from django.db import connection
-from django.db.models import Model, Prefetch, Q, QuerySet, Sum
+from django.db.models import F, Model, Prefetch, Q, QuerySet, Sum
 
 from billing.models import (
     CreditNote,
@@ -368,59 +368,75 @@ _NO_DEPARTMENT = "No department"
 _PAISA = Decimal("0.01")
 
 
-def _shares(amount: Decimal, weights: dict[str, Decimal]) -> dict[str, Decimal]:
-    """`amount` split over the keys in proportion to their weights, in whole paise that add up to it exactly
-    (largest remainders get the odd paise, ties by key). Weights that are all zero split it evenly."""
-    if not weights:
-        return {_NO_DEPARTMENT: amount}
-    if not any(weights.values()):
-        weights = dict.fromkeys(weights, Decimal(1))
-    total = sum(weights.values(), Decimal(0))
-    exact = {key: amount * weight / total for key, weight in weights.items()}
+def _rounded(total: Decimal, exact: dict[str, Decimal]) -> dict[str, Decimal]:
+    """Exact shares of `total` in whole paise that add up to it (largest remainders get the odd paise, ties by
+    name); what no share covers (money on an invoice without lines) is "No department"."""
+    exact = dict(exact)
+    unplaced = total - sum(exact.values(), Decimal(0))
+    if unplaced.quantize(_PAISA) > 0:
+        exact[_NO_DEPARTMENT] = exact.get(_NO_DEPARTMENT, Decimal(0)) + unplaced
     floors = {key: value.quantize(_PAISA, rounding="ROUND_FLOOR") for key, value in exact.items()}
-    left = int((amount - sum(floors.values(), Decimal(0))) / _PAISA)
-    for key in sorted(exact, key=lambda k: (floors[k] - exact[k], k))[:left]:
+    left = int((total - sum(floors.values(), Decimal(0))) / _PAISA)
+    for key in sorted(exact, key=lambda k: (floors[k] - exact[k], k))[: max(left, 0)]:
         floors[key] += _PAISA
     return floors
+
+
+def _shares_by_department(lines: QuerySet[LineItem], amount: str) -> dict[str, Decimal]:
+    """`lines` joined to the day's money rows on their invoices: each row's `amount` spread over its invoice's
+    lines in proportion to their amounts, summed by department name, exact (numeric division in PostgreSQL).
+    An invoice's grand total is the sum of its line amounts (billing.services keeps it so); one of 0.00 has
+    nothing to spread."""
+    shares = (
+        lines.filter(invoice__grand_total__gt=0)
+        .values("department__name")
+        .annotate(share=Sum(F(amount) * F("amount") / F("invoice__grand_total")))
+        .order_by()
+    )
+    return dict(shares.values_list("department__name", "share"))
 
 
 def collections_of_day(*, client: Any, day: date, branch_ids: Collection[uuid.UUID] | None = None) -> DayCollections:
     """The payments and refunds dated `day` (each branch's own local day: both dates are recorded as the
     branch's day) at the reader's branches, or at those of `branch_ids` the reader may see.
 
+    Received by mode is read from the day rows of the payment rollup; refunds by mode from the refunds.
     A payment counts for the departments of its invoice in proportion to the invoice's line amounts (money
-    is received per invoice, not per line), split to the paisa so that departments add up to the total; a
-    refund is taken off the same way. Reads the day's rows from the (branch, date) indexes: a few hundred
-    per branch on a busy day, however many years the tables hold."""
+    is received per invoice, not per line), and a refund is taken off the same way; the day's shares are
+    rounded to the paisa once, so that departments add up to the totals. Every read goes through a (branch,
+    date) index: the day's rows, however many years the tables hold."""
     payments = Payment.objects.visible_to(client).filter(payment_date=day)
     refunds = Refund.objects.visible_to(client).filter(refund_date=day)
+    rollup = PaymentRollup.objects.filter(period=RollupPeriod.DAY, period_start=day)
+    allowed = client_branch_ids(client)  # the rollups have no visible_to: the same rule, on their branch column
+    if allowed is not None:
+        rollup = rollup.filter(branch_id__in=allowed)
     if branch_ids is not None:
         payments, refunds = payments.filter(branch_id__in=branch_ids), refunds.filter(branch_id__in=branch_ids)
-    money_in = list(payments.values_list("invoice_id", "payment_mode", "amount"))
-    money_out = list(refunds.values_list("invoice_id", "payment_mode", "amount"))
-    invoices = {invoice for invoice, _, _ in money_in + money_out}
-    weights: dict[uuid.UUID, dict[str, Decimal]] = {invoice: {} for invoice in invoices}
-    lines = (
-        LineItem.objects.filter(invoice_id__in=invoices)
-        .values_list("invoice_id", "department__name")
-        .annotate(total=Sum("amount"))
-        .order_by()
-    )
-    for invoice, department, total in lines:
-        weights[invoice][department] = total
-    modes = {mode: [Decimal("0.00"), Decimal("0.00")] for mode in Payment.Mode.values}
-    departments: dict[str, list[Decimal]] = {}
-    for column, rows in ((0, money_in), (1, money_out)):
-        for invoice, mode, amount in rows:
-            modes[mode][column] += amount
-            for name, share in _shares(amount, weights[invoice]).items():
-                departments.setdefault(name, [Decimal("0.00"), Decimal("0.00")])[column] += share
+        rollup = rollup.filter(branch_id__in=branch_ids)
+    received = dict(rollup.values("payment_mode").annotate(total=Sum("amount")).values_list("payment_mode", "total"))
+    refunded = dict(refunds.values("payment_mode").annotate(total=Sum("amount")).values_list("payment_mode", "total"))
     labels = dict(Payment.Mode.choices)
-    by_mode = [CollectionRow(str(labels[mode]), *sums) for mode, sums in modes.items()]
+    zero = Decimal("0.00")
+    by_mode = [
+        CollectionRow(str(labels[mode]), received.get(mode, zero), refunded.get(mode, zero))
+        for mode in Payment.Mode.values
+    ]
+    total_in = sum((row.received for row in by_mode), zero)
+    total_out = sum((row.refunded for row in by_mode), zero)
+    # Each line once per money row on its invoice: the filter's join is the one the sum reads.
+    lines = LineItem.objects.order_by()
+    paid_in = _shares_by_department(lines.filter(invoice__payments__in=payments), "invoice__payments__amount")
+    paid_out = _shares_by_department(lines.filter(invoice__refunds__in=refunds), "invoice__refunds__amount")
+    departments_in = _rounded(total_in, paid_in) if total_in else {}
+    departments_out = _rounded(total_out, paid_out) if total_out else {}
+    names = sorted(set(departments_in) | set(departments_out))
     return DayCollections(
         day=day,
         by_mode=by_mode,
-        by_department=[CollectionRow(name, *departments[name]) for name in sorted(departments)],
-        received=sum((row.received for row in by_mode), Decimal("0.00")),
-        refunded=sum((row.refunded for row in by_mode), Decimal("0.00")),
+        by_department=[
+            CollectionRow(name, departments_in.get(name, zero), departments_out.get(name, zero)) for name in names
+        ],
+        received=total_in,
+        refunded=total_out,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -72,8 +73,14 @@ class Section:
 
 
 def _url(name: str, **query: Any) -> str:
-    url = reverse(name)
+    url = _reversed(name)
     return f"{url}?{urlencode(query)}" if query else url
+
+
+@cache
+def _reversed(name: str) -> str:
+    # The queue links five times per doctor: the list's address is looked up once.
+    return reverse(name)
 
 
 def _minutes_since(moment: datetime | None, now: datetime) -> str:
@@ -92,8 +99,10 @@ def _reception(reader: Any, days: Any, now: datetime) -> Section:
         section.queue.append(
             QueueRow(queue, cells, _minutes_since(queue.waiting_since, now), _url(changelist, **where))
         )
-    waiting = [row.queue.counts[Appointment.Status.CHECKED_IN] for row in section.queue]
-    section.cards.append(Card("Checked in, waiting", sum(waiting), _url(changelist, status__exact="checked_in")))
+    waiting = sum(row.queue.counts[Appointment.Status.CHECKED_IN] for row in section.queue)
+    # One day at every branch (the usual case): the list of that day; else the status alone.
+    day = {"local_date": next(iter(days))} if len(days) == 1 else {}
+    section.cards.append(Card("Checked in, waiting", waiting, _url(changelist, status__exact="checked_in", **day)))
     section.charts.append(
         bar_chart(
             title="Patients checked in and waiting, per doctor",

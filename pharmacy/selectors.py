@@ -570,10 +570,40 @@ class StockAlerts:
     warning_days: int
 
 
+def below_reorder_count(*, client: ApiClient) -> int:
+    """How many (drug, branch) pairs of the reader's branches hold less non-expired stock than their reorder
+    level: the stock list's below-reorder total (stock_level_page), counted from the reorder levels alone (only
+    a pair with a level can be below it), each summing its batches holding stock from the partial index
+    batch_in_stock. Non-expired is by each branch's own today."""
+    today_at = {branch.id: local_today(branch.zone) for branch in _visible_branches(client)}
+    by_day: dict[date, list[uuid.UUID]] = {}
+    for branch_id, day in today_at.items():
+        by_day.setdefault(day, []).append(branch_id)
+    below = 0
+    for day, branch_ids in by_day.items():
+        held = (
+            Batch.objects.filter(
+                drug_id=OuterRef("drug_id"),
+                branch_id=OuterRef("branch_id"),
+                quantity_on_hand__gt=0,
+                expiry_date__gt=day,
+            )
+            .order_by()
+            .values("drug_id")
+            .annotate(total=Sum("quantity_on_hand"))
+            .values("total")
+        )
+        levels = ReorderLevel.objects.filter(branch_id__in=branch_ids).annotate(
+            held=Coalesce(Subquery(held, output_field=IntegerField()), 0)
+        )
+        below += levels.filter(level__gt=F("held")).count()
+    return below
+
+
 def stock_alerts(*, client: ApiClient, warning_days: int) -> StockAlerts:
     """The stock list's below-reorder total, and the batches whose expiry falls after today and within
     `warning_days` of it (today as the batch list's filter takes it: the service's day)."""
-    _, below = stock_level_page(client=client, offset=0, limit=1, below_reorder=True)
+    below = below_reorder_count(client=client)
     today = timezone.localdate()
     expiring = Batch.objects.filter(
         branch__in=_visible_branches(client),

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from billing import services
 from billing.models import Payment, Refund
-from billing.selectors import CollectionRow, _shares, collections_of_day
+from billing.selectors import CollectionRow, _rounded, collections_of_day
 from clinic.roles import ACCOUNTANT, PHARMACIST, RECEPTIONIST
 from clinic.staff import staff_reader
 from integrations.models import AuditLogEntry
@@ -92,14 +92,15 @@ def test_the_days_collections_by_mode_and_department_deduct_refunds_and_leave_ot
     assert (found.received, found.refunded, found.net) == (D("2860.00"), D("100.00"), D("2760.00"))
 
 
-def test_splitting_money_over_departments_adds_up_to_the_paisa():
-    assert _shares(D("100.00"), {"a": D("1"), "b": D("1"), "c": D("1")}) == {
+def test_shares_are_rounded_to_the_paisa_and_add_up_to_the_total():
+    third = D(100) / D(3)
+    assert _rounded(D("100.00"), {"a": third, "b": third, "c": third}) == {
         "a": D("33.34"),
         "b": D("33.33"),
         "c": D("33.33"),
     }
-    assert _shares(D("10.00"), {"a": D("0"), "b": D("0")}) == {"a": D("5.00"), "b": D("5.00")}
-    assert _shares(D("10.00"), {}) == {"No department": D("10.00")}
+    # Money no line covers (an invoice of 0.00 paid back and forth) is shown as such, never lost.
+    assert _rounded(D("10.00"), {"a": D("6.00")}) == {"a": D("6.00"), "No department": D("4.00")}
 
 
 def test_the_page_shows_the_numbers_of_the_chosen_branch_and_day(day_at_blr, blr, mum, django_user_model):

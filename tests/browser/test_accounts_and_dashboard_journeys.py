@@ -75,6 +75,7 @@ def test_an_accountant_follows_todays_collections_from_the_home_page_to_the_csv(
     section.locator(".dashboard-card").click()
     page.wait_for_url("**/admin/billing/payment/collections/")
     assert page.locator("#collections-net").inner_text() == "1600.00"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1366
     rows = page.locator("#collections-by-department tbody tr").all_inner_texts()
     assert rows[:2] == ["General Medicine\t1180.00\t56.19\t1123.81", "Orthopaedics\t500.00\t23.81\t476.19"]
 

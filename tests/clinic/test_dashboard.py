@@ -108,7 +108,9 @@ def test_the_receptionists_home_page_shows_todays_queue_per_doctor_of_their_bran
         ("Dr. Rao", "BLR", {"booked": 2, "checked_in": 2, "completed": 1, "cancelled": 0, "no_show": 1}),
     ]
     assert [row.waiting for row in shown["reception"].queue] == ["5 min", "40 min"]
-    assert cards(shown["reception"])["Checked in, waiting"][0] == 3
+    waiting, url = cards(shown["reception"])["Checked in, waiting"]
+    assert waiting == 3
+    assert client.get(url).context["cl"].result_count == 3
     html = response.content.decode()
     assert "Patients checked in and waiting, per doctor" in html
     assert "Dr. Rao (BLR): 2" in html  # the chart's values as text

@@ -209,3 +209,24 @@ def test_the_payments_list_links_to_the_collections_for_accountants_only(blr, dj
     assert f'href="{PAGE}"' in client_of(accountant).get("/admin/billing/payment/").content.decode()
     assert f'href="{PAGE}"' not in client_of(desk).get("/admin/billing/payment/").content.decode()
     assert Refund.objects.count() == 0
+
+
+def test_the_page_makes_the_same_number_of_queries_whatever_the_days_payments(
+    blr, patient, medicine, django_user_model
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    accountant = staff(django_user_model, "acc", ACCOUNTANT, blr)
+    client = client_of(accountant)
+    query = {"branch": str(blr.pk), "day": "2026-11-02"}
+    pay(make_invoice(branch=blr, patient=patient, department=medicine, on=DAY), "100.00", on=DAY)
+    client.get(PAGE, query)
+    with CaptureQueriesContext(connection) as one:
+        client.get(PAGE, query)
+    for n in range(4):
+        pay(make_invoice(branch=blr, patient=patient, department=medicine, on=DAY), f"{n + 1}0.00", on=DAY)
+    with CaptureQueriesContext(connection) as five:
+        response = client.get(PAGE, query)
+    assert len(five.captured_queries) == len(one.captured_queries)
+    assert response.context["collections"].received == D("200.00")

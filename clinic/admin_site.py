@@ -36,6 +36,7 @@ from clinic.admin_columns import BooleansInWords
 from clinic.admin_sections import grouped_app_list
 from clinic.api.network import client_ip
 from clinic.dashboard import dashboard_sections
+from clinic.staff import staff_reader
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +180,13 @@ class ClinicAdminSite(OTPAdminSite):
         return super().login(request, {"enrol_hint": ENROL_HINT, **(extra_context or {})})
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
-        """The home page: the dashboard of the user's roles above the app list grouped by work."""
-        return super().index(request, {"dashboard": dashboard_sections(request), **(extra_context or {})})
+        """The home page: the dashboard of the user's roles above the app list grouped by work; an account
+        limited to no branch is told why its lists are empty (docs/staff.md §2)."""
+        context = {
+            "dashboard": dashboard_sections(request),
+            "sees_no_branch": staff_reader(request.user).sees_nothing(),
+        }
+        return super().index(request, {**context, **(extra_context or {})})
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         """Grouped by work (clinic.admin_sections) on the index and in the navigation sidebar; an app's own

@@ -27,8 +27,13 @@ from clinic.lib.charts import bar_chart
 from clinic.selectors import branch_days_today
 from clinic.staff import staff_reader
 from lab.models import Priority
-from lab.selectors import OPEN_ORDER_STATUSES, lab_work_today
-from pharmacy.selectors import stock_alerts
+from lab.selectors import (
+    OPEN_ORDER_STATUSES,
+    lab_work_today,
+    orders_with_critical_unacknowledged,
+    visible_lab_orders,
+)
+from pharmacy.selectors import below_reorder, below_reorder_url, expiring_soon, expiring_soon_url
 
 # The queue's columns: what the front desk counts through the day (cancelled appointments are not a queue).
 QUEUE_STATUSES = (
@@ -117,6 +122,8 @@ def _reception(reader: Any, days: Any, now: datetime) -> Section:
 
 def _laboratory(reader: Any, now: datetime) -> Section:
     work = lab_work_today(client=reader)
+    # The same orders the list's "critical: unacknowledged" filter shows, so the card and the list agree.
+    critical_orders = orders_with_critical_unacknowledged(visible_lab_orders(reader)).count()
     section = Section("laboratory", "Laboratory: work list")
     changelist = "admin:lab_laborder_changelist"
     open_statuses = ",".join(OPEN_ORDER_STATUSES)
@@ -127,10 +134,8 @@ def _laboratory(reader: Any, now: datetime) -> Section:
              _url(changelist, status__in=open_statuses, priority__exact=Priority.URGENT)),
         Card("All open orders", work.open_orders, _url(changelist, status__in=open_statuses),
              f"oldest open for {_minutes_since(work.oldest_open_since, now)}" if work.oldest_open_since else ""),
-        Card("Critical results awaiting verification", work.critical_unverified,
-             _url(changelist, id__in=",".join(map(str, work.critical_order_ids))) if work.critical_order_ids
-             else _url(changelist, status__in=open_statuses),
-             f"on {len(work.critical_order_ids)} orders" if work.critical_order_ids else ""),
+        Card("Orders with an unacknowledged critical result", critical_orders,
+             _url(changelist, critical="unacknowledged"), "acknowledge on the order's results page"),
     ]  # fmt: skip
     section.charts.append(
         bar_chart(
@@ -138,21 +143,18 @@ def _laboratory(reader: Any, now: datetime) -> Section:
             rows=[(str(label), work.open_by_priority[value]) for value, label in Priority.choices][::-1],
         )
     )
-    section.note = (
-        "A critical result counts until it is verified (no acknowledgement is recorded apart from verification)."
-    )
     return section
 
 
 def _pharmacy(reader: Any) -> Section:
-    alerts = stock_alerts(client=reader, warning_days=settings.PHARMACY_EXPIRY_WARNING_DAYS)
+    # Each count is of the rows its link lists (pharmacy.selectors: below_reorder_url, expiring_soon_url).
     section = Section("pharmacy", "Pharmacy: stock alerts")
     section.cards += [
-        Card("Drugs below reorder level", alerts.below_reorder, _url("admin:pharmacy_drug_changelist")),
+        Card("Drugs below reorder level", below_reorder(client=reader).count(), below_reorder_url(), "per branch"),
         Card(
-            f"Batches expiring within {alerts.warning_days} days",
-            alerts.expiring_batches,
-            _url("admin:pharmacy_batch_changelist", expiry="expiring"),
+            f"Batches in stock expiring within {settings.PHARMACY_EXPIRY_WARNING_DAYS} days",
+            expiring_soon(client=reader).count(),
+            expiring_soon_url(),
         ),
     ]
     return section

@@ -55,7 +55,6 @@ from lab.models import (
     OrderStatus,
     Priority,
     ReferenceRange,
-    ResultStatus,
     TestKind,
 )
 from patients.models import Patient
@@ -678,19 +677,13 @@ def released_lab_orders(*, client: ApiClient, since: datetime, limit: int = 20) 
 # Dashboard reads: the lab's work list at a glance for the admin's home page, from the open orders of the
 # reader's branches (the (branch, created_at) index carries status and priority).
 
-# How many orders with critical results the home page links to by id (a longer list is cut there).
-CRITICAL_ORDERS_LINKED = 100
-
 
 @dataclass(frozen=True)
 class LabWork:
-    """Open orders (not yet final nor cancelled) by priority, since when the oldest has been open, and the
-    current critical results not yet verified with the orders that hold them."""
+    """Open orders (not yet final nor cancelled) by priority, and since when the oldest has been open."""
 
     open_by_priority: dict[str, int]
     oldest_open_since: datetime | None
-    critical_unverified: int
-    critical_order_ids: list[uuid.UUID]
 
     @property
     def open_orders(self) -> int:
@@ -698,26 +691,11 @@ class LabWork:
 
 
 def lab_work_today(*, client: ApiClient) -> LabWork:
-    """The work list's numbers. Critical results count until verified (a preliminary result is one not yet
-    verified: verification makes it final); they are read through the open orders only, since an order
-    turns final once all its results are."""
+    """The work list's numbers, in one grouped read of the open orders."""
     open_orders = LabOrder.objects.visible_to(client).filter(status__in=OPEN_ORDER_STATUSES)
     by_priority = dict.fromkeys(Priority.values, 0)
     oldest: datetime | None = None
     for priority, n, since in open_orders.values_list("priority").annotate(Count("pk"), Min("created_at")).order_by():
         by_priority[priority] = n
         oldest = since if oldest is None or since < oldest else oldest
-    critical = LabResult.objects.filter(
-        item__order__in=open_orders,
-        current=True,
-        flag__in=CRITICAL_FLAGS,
-        status=ResultStatus.PRELIMINARY,
-    )
-    counted = critical.values_list("item__order_id").annotate(Count("pk")).order_by("item__order_id")
-    orders = list(counted)
-    return LabWork(
-        open_by_priority=by_priority,
-        oldest_open_since=oldest,
-        critical_unverified=sum(n for _, n in orders),
-        critical_order_ids=[order_id for order_id, _ in orders[:CRITICAL_ORDERS_LINKED]],
-    )
+    return LabWork(open_by_priority=by_priority, oldest_open_since=oldest)

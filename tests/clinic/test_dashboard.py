@@ -126,7 +126,7 @@ def test_the_receptionists_home_page_shows_todays_queue_per_doctor_of_their_bran
         assert listed.context["cl"].result_count == count
 
 
-def test_the_lab_technicians_home_page_counts_open_orders_stat_first_and_unverified_critical_results(
+def test_the_lab_technicians_home_page_counts_open_orders_stat_first_and_unacknowledged_critical_results(
     world, django_user_model
 ):
     blr, mum = world["blr"], world["mum"]
@@ -140,10 +140,12 @@ def test_the_lab_technicians_home_page_counts_open_orders_stat_first_and_unverif
             branch=branch, patient=patient, doctor=doctor, tests=[cbc], priority=priority, ordered_by="test"
         )
 
-    def critical(order: LabOrder, status: str = "preliminary") -> None:
+    def critical(order: LabOrder, status: str = "preliminary", acknowledged: bool = False) -> None:
         LabResult.objects.create(
             item=order.items.get(), analyte=hb, status=status, value_quantity=Decimal("4.1"), unit="g/dL",
             flag="LL", performed_at=timezone.now(), performer="Lab",
+            critical_acknowledged_at=timezone.now() if acknowledged else None,
+            critical_acknowledged_by="staff:asha" if acknowledged else "",
         )  # fmt: skip
 
     stat = order(blr, Priority.STAT)
@@ -152,7 +154,7 @@ def test_the_lab_technicians_home_page_counts_open_orders_stat_first_and_unverif
     order(blr, Priority.URGENT)
     done = order(blr, Priority.STAT)
     LabOrder.objects.filter(pk=done.pk).update(status=OrderStatus.FINAL)
-    critical(done, status="final")
+    critical(done, status="final", acknowledged=True)  # told the doctor: off the list
     elsewhere = order(mum, Priority.STAT)
     critical(elsewhere)
 
@@ -165,13 +167,13 @@ def test_the_lab_technicians_home_page_counts_open_orders_stat_first_and_unverif
         "Stat orders open": 1,
         "Urgent orders open": 1,
         "All open orders": 3,
-        "Critical results awaiting verification": 1,
+        "Orders with an unacknowledged critical result": 1,
     }
     for label, (value, url) in numbers.items():
         listed = client.get(url)
         assert listed.status_code == 200, label
         assert listed.context["cl"].result_count == value, label
-    assert [order.pk for order in client.get(numbers["Critical results awaiting verification"][1]).context["cl"].result_list] == [stat.pk]  # fmt: skip
+    assert [order.pk for order in client.get(numbers["Orders with an unacknowledged critical result"][1]).context["cl"].result_list] == [stat.pk]  # fmt: skip
 
 
 def test_the_pharmacists_home_page_counts_low_stock_and_expiring_batches_of_their_branch(
@@ -199,9 +201,13 @@ def test_the_pharmacists_home_page_counts_low_stock_and_expiring_batches_of_thei
     shown = sections(client.get("/admin/"))
     assert list(shown) == ["pharmacy"]
     numbers = cards(shown["pharmacy"])
-    assert numbers["Drugs below reorder level"][0] == 1
-    value, url = numbers["Batches expiring within 60 days"]
-    assert (value, url) == (1, "/admin/pharmacy/batch/?expiry=expiring")
+    value, url = numbers["Drugs below reorder level"]
+    assert (value, url) == (1, "/admin/pharmacy/reorderlevel/?stock=below")
+    assert [(level.drug.code, level.branch.code) for level in client.get(url).context["cl"].result_list] == [
+        ("PARA", "BLR")
+    ]
+    value, url = numbers["Batches in stock expiring within 60 days"]
+    assert (value, url) == (1, "/admin/pharmacy/batch/?expiry=expiring&quantity_on_hand__gt=0")
     listed = client.get(url)
     assert [batch.batch_number for batch in listed.context["cl"].result_list] == ["P-1"]
 

@@ -216,3 +216,12 @@ def test_yes_no_columns_read_in_words_in_every_list(admin_client, demo):
         assert "icon-no.svg" not in page, url
     branches = admin_client.get("/admin/clinic/branch/").content.decode()
     assert '<td class="field-is_active_in_words">Yes</td>' in branches
+
+
+def test_the_home_page_tells_an_account_without_branches_why_its_lists_are_empty(django_user_model, demo):
+    user, client = _login(django_user_model, "new-admin")
+    assert "Your account works at no branch yet" in client.get("/admin/").content.decode()
+    staff_of(user, demo["BLR"])
+    client = Client()
+    client.force_login(user)
+    assert "Your account works at no branch yet" not in client.get("/admin/").content.decode()

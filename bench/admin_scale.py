@@ -17,19 +17,15 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import requests
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import gunicorn, percentile, prepare, write
+from harness import gunicorn, percentile, prepare, write
 
 TARGET_MS = 300.0
 
 
-def _staff(username: str, *, role: str | None, branch: Any | None) -> Any:
+def _staff(username: str, *, role: str | None, branch: Any) -> Any:
     from django.contrib.auth.models import Group, User
 
     from clinic.models import StaffProfile
@@ -118,10 +114,12 @@ def main() -> None:
     from patients.models import Patient
 
     branch = Branch.objects.order_by("code").first()
+    if branch is None:
+        raise SystemExit("No branch: generate the scale data first (manage.py generate_scale_data).")
     print(f"{Patient.objects.count():,} patients; one-branch staff at {branch.code}", flush=True)
     pages = _pages(branch)
     roles = [r for r in pages if not args.only or r in args.only.split(",")]
-    rows = []
+    rows: list[dict[str, Any]] = []
     with gunicorn(workers=2) as base:
         for role in roles:
             user = _staff(

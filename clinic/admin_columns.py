@@ -4,7 +4,7 @@ instead, still sortable by the field; ClinicAdminSite.register puts this under e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
@@ -29,7 +29,7 @@ def _in_words(field: models.Field[Any, Any]) -> Callable[[Any], str]:
 
 
 class BooleansInWords(admin.ModelAdmin):
-    def get_list_display(self, request: HttpRequest) -> Sequence[Any]:
+    def get_list_display(self, request: HttpRequest) -> Any:
         shown = super().get_list_display(request)
         editable = set(self.list_editable)
         columns: list[Any] = []

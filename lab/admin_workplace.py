@@ -159,7 +159,7 @@ class LabWorkplaceMixin:
 
     def _order(self, request: HttpRequest, object_id: str) -> LabOrder:
         try:
-            return lab_order_get(client=staff_reader(request.user), ref=object_id)  # type: ignore[arg-type]
+            return lab_order_get(client=staff_reader(request.user), ref=object_id)
         except NotFound:
             raise Http404(f"No lab order {object_id!r}.") from None
 
@@ -179,8 +179,8 @@ class LabWorkplaceMixin:
         clock = Clock()
         reader = staff_reader(request.user)
         now = timezone.now()
-        entries = work_list(client=reader, limit=WORK_LIST_LIMIT, now=now)  # type: ignore[arg-type]
-        released = list(released_lab_orders(client=reader, since=now - RELEASED_WINDOW))  # type: ignore[arg-type]
+        entries = work_list(client=reader, limit=WORK_LIST_LIMIT, now=now)
+        released = list(released_lab_orders(client=reader, since=now - RELEASED_WINDOW))
         rows = [
             {
                 "entry": entry,
@@ -248,9 +248,7 @@ class LabWorkplaceMixin:
         except DomainError as error:
             form.add_error(None, error.detail)
             return None
-        self.message_user(  # type: ignore[attr-defined]
-            request, f"{len(entered)} preliminary result(s) recorded on {order.order_number}.", messages.SUCCESS
-        )
+        messages.success(request, f"{len(entered)} preliminary result(s) recorded on {order.order_number}.")
         return HttpResponseRedirect(reverse("admin:lab_laborder_results", args=[order.pk]))
 
     # --- critical acknowledgement ----------------------------------------------------------------------
@@ -266,11 +264,9 @@ class LabWorkplaceMixin:
         try:
             review.lab_result_acknowledge_critical(result=result, actor=staff_actor(request))
         except DomainError as error:
-            self.message_user(request, error.detail, messages.ERROR)  # type: ignore[attr-defined]
+            messages.error(request, error.detail)
         else:
-            self.message_user(  # type: ignore[attr-defined]
-                request, f"Critical result acknowledged by {staff_actor(request)}.", messages.SUCCESS
-            )
+            messages.success(request, f"Critical result acknowledged by {staff_actor(request)}.")
         response = HttpResponseRedirect(reverse("admin:lab_laborder_results", args=[order.pk]))
         write_admin_audit(request, response, [order.patient_id], clock)
         return response

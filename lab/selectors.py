@@ -41,7 +41,7 @@ from clinic.errors import NotFound
 from clinic.lib.rows import columns, split
 from clinic.models import Branch, Doctor
 from clinic.query_plans import AnyOf, QueryPlan, Slot, grouped, prefetched
-from clinic.visibility import client_branch_ids
+from clinic.visibility import BranchRestricted, client_branch_ids
 from integrations.models import ApiClient
 from lab.models import (
     CRITICAL_FLAGS,
@@ -85,7 +85,7 @@ def lab_tests(*, kind: str | None = None, modality: str | None = None) -> QueryS
 # --- Orders
 
 
-def visible_lab_orders(client: ApiClient) -> QuerySet[LabOrder]:
+def visible_lab_orders(client: BranchRestricted) -> QuerySet[LabOrder]:
     return LabOrder.objects.visible_to(client)
 
 
@@ -153,7 +153,7 @@ def _with_items(order: LabOrder) -> LabOrder:
     return order
 
 
-def lab_order_get(*, client: ApiClient, ref: str, detail: bool = True) -> LabOrder:
+def lab_order_get(*, client: BranchRestricted, ref: str, detail: bool = True) -> LabOrder:
     """By UUID; 404 when unknown, malformed or at a branch the client may not see (no existence oracle). With
     `detail`, everything the representation shows; without, the row with its branch (what a write needs)."""
     try:
@@ -596,7 +596,7 @@ _PRIORITY_RANK = Case(
 )
 
 
-def critical_unacknowledged(*, client: ApiClient) -> QuerySet[LabResult]:
+def critical_unacknowledged(*, client: BranchRestricted) -> QuerySet[LabResult]:
     """The current critical results (LL, HH) of the visible orders that nobody has acknowledged yet, oldest
     first, with their analyte, test, order, patient and branch (a partial index holds exactly these rows)."""
     return (
@@ -637,7 +637,7 @@ class WorkListEntry:
         return self.since_ordered > self.target
 
 
-def work_list(*, client: ApiClient, limit: int = 100, now: datetime | None = None) -> list[WorkListEntry]:
+def work_list(*, client: BranchRestricted, limit: int = 100, now: datetime | None = None) -> list[WorkListEntry]:
     """The open orders with lab items at the client's branches (ordered, collected or resulted: not yet
     released), STAT first, then urgent, then routine, each oldest first; at most `limit`."""
     now = now or timezone.now()
@@ -664,7 +664,7 @@ def work_list(*, client: ApiClient, limit: int = 100, now: datetime | None = Non
     ]
 
 
-def released_lab_orders(*, client: ApiClient, since: datetime, limit: int = 20) -> QuerySet[LabOrder]:
+def released_lab_orders(*, client: BranchRestricted, since: datetime, limit: int = 20) -> QuerySet[LabOrder]:
     """The visible orders released (final) since `since`, newest first: the work list's report links."""
     return (
         visible_lab_orders(client)
@@ -690,7 +690,7 @@ class LabWork:
         return sum(self.open_by_priority.values())
 
 
-def lab_work_today(*, client: ApiClient) -> LabWork:
+def lab_work_today(*, client: BranchRestricted) -> LabWork:
     """The work list's numbers, in one grouped read of the open orders."""
     open_orders = LabOrder.objects.visible_to(client).filter(status__in=OPEN_ORDER_STATUSES)
     by_priority = dict.fromkeys(Priority.values, 0)

@@ -74,18 +74,28 @@ def _pages(branch: Any) -> dict[str, list[str]]:
             "/admin/appointments/appointment/",
             f"/admin/appointments/appointment/?{day}",
             "/admin/appointments/appointment/?status__exact=booked",
+            f"/admin/patients/patient/find/?q={name.replace(' ', '+')}",
+            "/admin/patients/patient/find/?q=Manj+Varma",
+            "/admin/appointments/appointment/queue/",
+            "/admin/appointments/appointment/book/",
         ],
         "lab technician": [
             "/admin/",
             "/admin/lab/laborder/",
             "/admin/lab/laborder/?status__exact=collected",
             "/admin/lab/laborder/?priority__exact=stat",
+            "/admin/lab/laborder/worklist/",
+            "/admin/lab/laborder/?critical=unacknowledged",
         ],
         "pharmacist": [
             "/admin/",
             "/admin/pharmacy/batch/",
             "/admin/pharmacy/dispense/",
             "/admin/pharmacy/prescription/",
+            "/admin/pharmacy/reorderlevel/?stock=below",
+            "/admin/pharmacy/batch/?expiry=expiring&quantity_on_hand__gt=0",
+            "/admin/pharmacy/controlleddrugentry/",
+            "/admin/pharmacy/batch/receive/",
         ],
         "accountant": [
             "/admin/",
@@ -93,6 +103,8 @@ def _pages(branch: Any) -> dict[str, list[str]]:
             "/admin/billing/invoice/?status__exact=finalized",
             "/admin/billing/payment/",
             "/admin/billing/creditnote/",
+            "/admin/billing/payment/collections/",
+            "/admin/billing/invoice/?q=INV",
         ],
     }
 

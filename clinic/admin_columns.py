@@ -1,4 +1,4 @@
-"""Yes/no columns in words (docs/staff.md §4): Django draws a boolean column as a green tick or a red cross,
+"""Yes/no columns in words (docs/staff.md §8): Django draws a boolean column as a green tick or a red cross,
 which staff misread (a tick in an "Expired" column read as "fine"). Every admin list shows "Yes" or "No"
 instead, still sortable by the field; ClinicAdminSite.register puts this under every ModelAdmin."""
 

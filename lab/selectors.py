@@ -617,8 +617,13 @@ def _open_critical() -> Exists:
 
 
 def orders_with_critical_unacknowledged(orders: QuerySet[LabOrder]) -> QuerySet[LabOrder]:
-    """Those of `orders` with a current critical result not yet acknowledged (the admin list's filter)."""
-    return orders.filter(_open_critical())
+    """Those of `orders` with a current critical result not yet acknowledged (the admin list's filter). An
+    IN over the results' partial index (labresult_critical_open), read from the few open critical results,
+    not an EXISTS probed for each of a million orders."""
+    open_critical = LabResult.objects.filter(
+        current=True, flag__in=CRITICAL_FLAGS, critical_acknowledged_at__isnull=True
+    ).values("item__order_id")
+    return orders.filter(pk__in=open_critical)
 
 
 @dataclass(frozen=True)

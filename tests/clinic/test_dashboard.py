@@ -302,3 +302,23 @@ def test_a_receptionists_index_lists_only_what_the_role_may_open(world, django_u
     desk = staff(django_user_model, "desk", RECEPTIONIST, world["blr"])
     groups = [app["name"] for app in client_of(desk).get("/admin/").context["app_list"]]
     assert groups == ["Front desk", "Accounts", "Clinic setup"]
+
+
+def test_a_card_past_its_cap_says_more_than(world, django_user_model, monkeypatch):
+    from clinic import dashboard
+
+    monkeypatch.setattr(dashboard, "CARD_COUNT_CAP", 0)
+    blr = world["blr"]
+    cbc = LabTestFactory(code="CBC")
+    hb = AnalyteFactory(test=cbc, code="HB")
+    order = lab_services.lab_order_create(
+        branch=blr, patient=PatientFactory(registration_branch=blr), doctor=DoctorFactory(branches=[blr]),
+        tests=[cbc], priority=Priority.ROUTINE, ordered_by="test",
+    )  # fmt: skip
+    LabResult.objects.create(
+        item=order.items.get(), analyte=hb, status="preliminary", value_quantity=Decimal("4.1"), unit="g/dL",
+        flag="LL", performed_at=timezone.now(), performer="Lab",
+    )  # fmt: skip
+    client = client_of(staff(django_user_model, "lab", LAB_TECHNICIAN, blr))
+    numbers = cards(sections(client.get("/admin/"))["laboratory"])
+    assert numbers["Orders with an unacknowledged critical result"][0] == "more than 0"

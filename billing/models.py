@@ -349,6 +349,7 @@ class Payment(models.Model):
     class Meta:
         ordering = ["recorded_at", "id"]
         indexes = [
+            models.Index(fields=["recorded_at", "id"], name="payment_recorded_order"),  # the admin list, newest first
             # Collections of some branches, and of all branches.
             models.Index(
                 fields=["branch", "payment_date"], name="payment_branch_date", include=["amount", "payment_mode"]
@@ -411,6 +412,7 @@ class CreditNote(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
+            models.Index(fields=["created_at", "id"], name="creditnote_created_order"),  # the admin list, newest first
             models.Index(fields=["invoice", "created_at"], name="creditnote_invoice"),
             models.Index(fields=["branch", "date"], name="creditnote_branch_date", include=["total"]),
         ]
@@ -496,6 +498,7 @@ class Refund(models.Model):
     class Meta:
         ordering = ["recorded_at", "id"]
         indexes = [
+            models.Index(fields=["recorded_at", "id"], name="refund_recorded_order"),  # the admin list, newest first
             models.Index(fields=["invoice", "recorded_at"], name="refund_invoice"),
             models.Index(fields=["branch", "refund_date"], name="refund_branch_date", include=["amount"]),
         ]

@@ -33,6 +33,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
 from clinic.admin_columns import BooleansInWords
+from clinic.admin_pagination import dates_as_a_filter
 from clinic.admin_sections import grouped_app_list
 from clinic.api.network import client_ip
 from clinic.dashboard import dashboard_sections
@@ -199,6 +200,7 @@ class ClinicAdminSite(OTPAdminSite):
         the staff member's branches (clinic.admin_branches), with yes/no columns in words (clinic.admin_columns)."""
         admin_class = _with_base(admin_class or admin.ModelAdmin, _NoDeleteLinks)
         admin_class = _with_base(_with_base(admin_class, BooleansInWords), BranchScopedAdmin)
+        admin_class = dates_as_a_filter(admin_class)
         inlines = [
             _with_base(_with_base(inline, _InlineNoDeleteLinks), BranchScopedInline) for inline in admin_class.inlines
         ]

@@ -217,6 +217,7 @@ class LabOrder(TimeStampedModel):
     class Meta:
         ordering = ["-created_at", "id"]
         indexes = [
+            models.Index(F("created_at").desc(), "id", name="laborder_created_order"),  # the admin list
             # status and priority ride along so that a branch's list filtered by them counts its matches (the
             # X-Total-Count) from the index alone.
             models.Index(

@@ -8,7 +8,7 @@ from typing import Self
 
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
-from django.db.models import Value
+from django.db.models import F, Value
 from django.db.models.functions import Replace, Upper
 
 from clinic import crypto
@@ -253,6 +253,9 @@ class Medication(EnteredInErrorModel, TimeStampedModel):
 
     class Meta:
         ordering = ["-start_date", "id"]
+        indexes = [
+            models.Index(F("start_date").desc(), "id", name="medication_start_order"),  # the admin list
+        ]
         constraints = [entered_in_error_constraint("medication_entered_in_error_complete")]
 
     def __str__(self) -> str:

@@ -263,6 +263,7 @@ class StockMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ["batch__branch", "batch__drug"]
     search_fields = ["batch__batch_number", "batch__drug__code", "actor"]
     raw_id_fields = ["batch", "dispense_line", "return_line"]
+    ordering = ["-at", "-id"]  # the latest first (index stockmovement_at_order)
 
     @admin.display(ordering="batch__branch__code")
     def branch(self, movement: StockMovement) -> Any:

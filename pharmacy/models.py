@@ -190,6 +190,7 @@ class Prescription(TimeStampedModel):
     class Meta:
         ordering = ["-created_at", "id"]
         indexes = [
+            models.Index(F("created_at").desc(), "id", name="prescription_created_order"),  # the admin list
             models.Index(fields=["branch", "-created_at"], name="prescription_branch_created"),
             models.Index(fields=["patient", "-created_at"], name="prescription_patient_created"),
         ]
@@ -294,6 +295,7 @@ class Dispense(TimeStampedModel):
     class Meta:
         ordering = ["-created_at", "id"]
         indexes = [
+            models.Index(F("created_at").desc(), "id", name="dispense_created_order"),  # the admin list
             models.Index(fields=["branch", "-created_at"], name="dispense_branch_created"),
             models.Index(fields=["patient", "-created_at"], name="dispense_patient_created"),
         ]
@@ -417,7 +419,10 @@ class StockMovement(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["batch", "at"], name="stockmovement_batch_at")]
+        indexes = [
+            models.Index(fields=["batch", "at"], name="stockmovement_batch_at"),
+            models.Index(fields=["at", "id"], name="stockmovement_at_order"),  # the admin list, newest first
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=MovementKind.values), name="stockmovement_kind_valid"),
             models.CheckConstraint(
@@ -463,7 +468,10 @@ class ControlledDrugEntry(models.Model):
         ordering = ["branch", "date", "id"]
         verbose_name = "controlled drug register entry"
         verbose_name_plural = "controlled drug register"
-        indexes = [models.Index(fields=["branch", "date"], name="controlleddrug_branch_date")]
+        indexes = [
+            models.Index(fields=["branch", "date"], name="controlleddrug_branch_date"),
+            models.Index(fields=["date", "id"], name="controlleddrug_date_order"),  # the register, newest first
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(schedule__in=REGISTER_SCHEDULES), name="controlleddrug_h1_or_x"),
             models.CheckConstraint(condition=Q(quantity__gt=0), name="controlleddrug_quantity_positive"),

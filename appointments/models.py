@@ -167,6 +167,8 @@ class Appointment(TimeStampedModel):
     class Meta:
         ordering = ["slot_start", "id"]
         indexes = [
+            # The admin list filtered by status, in slot order (a branch's booked ones among two years of visits).
+            models.Index(fields=["status", "slot_start", "id"], name="appointment_status_start"),
             models.Index(fields=["doctor", "slot_start"], name="appointment_doctor_start"),
             models.Index(fields=["patient", "slot_start"], name="appointment_patient_start"),
             models.Index(fields=["branch", "local_date"], name="appointment_branch_day"),

@@ -225,3 +225,11 @@ def test_the_home_page_tells_an_account_without_branches_why_its_lists_are_empty
     client = Client()
     client.force_login(user)
     assert "Your account works at no branch yet" not in client.get("/admin/").content.decode()
+
+
+def test_the_patient_lists_search_box_alone_goes_to_the_ranked_find_page(admin_client, demo):
+    response = admin_client.get("/admin/patients/patient/?q=Manj+Varma")
+    assert (response.status_code, response["Location"]) == (302, "/admin/patients/patient/find/?q=Manj+Varma")
+    with_a_filter = admin_client.get("/admin/patients/patient/?q=Sharma&gender__exact=female")
+    assert with_a_filter.status_code == 200
+    assert all(patient.gender == "female" for patient in with_a_filter.context["cl"].result_list)

@@ -59,7 +59,11 @@ def _pages(branch: Any) -> dict[str, list[str]]:
 
     from patients.models import Patient
 
+    from billing.models import Invoice
+
     today = timezone.localdate()
+    numbered = Invoice.objects.filter(branch=branch, invoice_number__isnull=False).order_by("-date").first()
+    invoice_number = numbered.invoice_number if numbered else "INV"
     patient = Patient.objects.filter(registration_branch=branch).order_by("registered_at").first()
     name = f"{patient.first_name} {patient.last_name}" if patient else "Sharma"
     every_list = sorted(f"/admin/{model._meta.app_label}/{model._meta.model_name}/" for model in admin.site._registry)
@@ -69,8 +73,7 @@ def _pages(branch: Any) -> dict[str, list[str]]:
         "receptionist": [
             "/admin/",
             "/admin/patients/patient/",
-            f"/admin/patients/patient/?q={name.replace(' ', '+')}",
-            f"/admin/patients/patient/?q={patient.patient_id if patient else 'P'}",
+            f"/admin/patients/patient/find/?q={patient.patient_id if patient else 'P'}",
             "/admin/appointments/appointment/",
             f"/admin/appointments/appointment/?{day}",
             "/admin/appointments/appointment/?status__exact=booked",
@@ -104,7 +107,8 @@ def _pages(branch: Any) -> dict[str, list[str]]:
             "/admin/billing/payment/",
             "/admin/billing/creditnote/",
             "/admin/billing/payment/collections/",
-            "/admin/billing/invoice/?q=INV",
+            f"/admin/billing/invoice/?q={invoice_number}",
+            f"/admin/billing/invoice/?q={patient.patient_id if patient else 'P'}",
         ],
     }
 

@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max, Min, QuerySet
+from django.db.models import Max, Min, Q, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import (
     Http404,
@@ -463,6 +463,17 @@ class InvoiceAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, admin.ModelAdmin):
     inlines = [LineItemInline, PaymentInline, CreditNoteInline, RefundInline]
     actions = ["finalize", "cancel"]
     show_full_result_count = False
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Invoice], search_term: str) -> Any:
+        """A whole invoice number or patient ID, as accountants type them, is read from its unique index; other
+        text is matched as Django's lists match it (a substring of the number or the patient's names, which
+        reads every invoice of the branch)."""
+        term = search_term.strip().upper()
+        exact = queryset.filter(Q(invoice_number=term) | Q(patient__patient_id=term)) if term else queryset.none()
+        if term and exact.exists():
+            return exact, False
+        return super().get_search_results(request, queryset, search_term)
+
     _computed = [
         "status",
         "invoice_number",

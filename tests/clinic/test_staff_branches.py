@@ -233,3 +233,20 @@ def test_the_patient_lists_search_box_alone_goes_to_the_ranked_find_page(admin_c
     with_a_filter = admin_client.get("/admin/patients/patient/?q=Sharma&gender__exact=female")
     assert with_a_filter.status_code == 200
     assert all(patient.gender == "female" for patient in with_a_filter.context["cl"].result_list)
+
+
+def test_an_invoice_number_or_patient_id_typed_whole_finds_exactly_its_invoices(django_user_model, demo):
+    from billing.models import Invoice
+
+    user, client = _login(django_user_model, "blr-accounts")
+    staff_of(user, demo["BLR"])
+    mine = Invoice.objects.filter(branch=demo["BLR"], invoice_number__isnull=False).first()
+    theirs = Invoice.objects.filter(branch=demo["MUM"], invoice_number__isnull=False).first()
+    found = client.get("/admin/billing/invoice/", {"q": mine.invoice_number.lower()}).context["cl"].result_list
+    assert [invoice.pk for invoice in found] == [mine.pk]
+    by_patient = client.get("/admin/billing/invoice/", {"q": mine.patient.patient_id}).context["cl"].result_list
+    assert {invoice.pk for invoice in by_patient} == set(
+        Invoice.objects.filter(branch=demo["BLR"], patient=mine.patient).values_list("pk", flat=True)
+    )
+    # Another branch's number finds nothing, exactly as an unknown one.
+    assert list(client.get("/admin/billing/invoice/", {"q": theirs.invoice_number}).context["cl"].result_list) == []

@@ -57,9 +57,8 @@ def _pages(branch: Any) -> dict[str, list[str]]:
     from django.contrib import admin
     from django.utils import timezone
 
-    from patients.models import Patient
-
     from billing.models import Invoice
+    from patients.models import Patient
 
     today = timezone.localdate()
     numbered = Invoice.objects.filter(branch=branch, invoice_number__isnull=False).order_by("-date").first()

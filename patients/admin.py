@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -28,6 +28,7 @@ from clinic.staff import StaffReader, staff_reader
 from clinic.states import IndianState
 from clinic.text import mask_phone
 from patients import selectors, services
+from patients.errors import DuplicatePatient
 from patients.identifiers import normalise_aadhaar, normalise_phone
 from patients.models import Allergy, Diagnosis, Insurance, Medication, Patient, Visit
 
@@ -379,6 +380,18 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
     @admin.display(description="national ID")
     def national_id_masked(self, obj: Patient) -> str:
         return obj.national_id_masked or "-"
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        """A registration that loses the race to another of the same person (both checked the form before
+        either saved) is refused by the service under its lock: the page's transaction is rolled back and the
+        form comes again with the reason, not a 500 (docs/staff.md §4)."""
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DuplicatePatient as refusal:
+            messages.error(request, f"{refusal.detail} Nothing was saved: find the patient, or confirm a twin.")
+            return HttpResponseRedirect(request.get_full_path())
 
     def save_model(self, request: HttpRequest, obj: Patient, form: Any, change: bool) -> None:
         """Registration and edits go through the services (duplicate rule under its lock, patient_id from

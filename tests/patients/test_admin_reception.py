@@ -232,3 +232,23 @@ def test_a_search_with_a_nul_character_is_a_form_error_never_a_500(reception, bl
     assert "Null characters are not allowed." in response.content.decode()
     assert 'id="find_results"' not in response.content.decode()
     assert AuditLogEntry.objects.count() == 0
+
+
+def test_a_registration_that_loses_the_race_to_the_same_person_is_a_message_and_saves_nothing(
+    reception, blr, monkeypatch
+):
+    from patients import selectors
+
+    # The form was checked before the other registration of this person was saved (its check saw no one);
+    # the service's check under the pair's lock is the one that refuses.
+    monkeypatch.setattr(selectors, "patient_possible_duplicates", lambda **kwargs: ([], []))
+    PatientFactory(phone="+919876543210", date_of_birth=date(1990, 4, 12), registration_branch=blr)
+    before = row_counts()
+
+    response = reception.post(ADD, form(blr, first_name="Asha", last_name="Kulkarni"), follow=True)
+
+    assert response.redirect_chain == [(ADD, 302)]
+    messages = [str(message) for message in response.context["messages"]]
+    assert len(messages) == 1
+    assert messages[0].endswith("Nothing was saved: find the patient, or confirm a twin.")
+    assert row_counts() == before

@@ -183,6 +183,12 @@ FIND_MIN_CHARACTERS = 2  # as the API's `search`
 FIND_LIMIT = 20  # the best candidates shown; the page says how many more matched
 
 
+def _national_id(search_term: str) -> str | None:
+    """The 12 digits of a national ID typed whole (spaces and dashes allowed), else None."""
+    digits = search_term.replace(" ", "").replace("-", "")
+    return digits if len(digits) == 12 and digits.isascii() and digits.isdigit() else None
+
+
 @admin.register(Patient)
 class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdminMixin, admin.ModelAdmin):
     form = PatientAdminForm
@@ -263,7 +269,7 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
         # substring match over a million names read them all and missed "Manj Varma"). With a filter
         # chosen too, the list searches as Django's lists do.
         query = request.GET.get("q", "").strip()
-        if query and set(request.GET) <= {"q"}:
+        if query and set(request.GET) <= {"q"} and _national_id(query) is None:  # a national ID: by its hash
             return HttpResponseRedirect(f"{find}?{urlencode({'q': query})}")
         return super().changelist_view(request, {"find_url": find, **(extra_context or {})})
 
@@ -321,8 +327,8 @@ class PatientAdmin(PatientDataAuditMixin, NoDeleteAdminMixin, RecordHistoryAdmin
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
         found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         # The national ID is stored encrypted: a whole 12-digit number is matched by its lookup hash.
-        digits = search_term.replace(" ", "").replace("-", "")
-        if len(digits) == 12 and digits.isdigit():
+        digits = _national_id(search_term)
+        if digits is not None:
             found |= queryset.with_national_id(digits)
         return found, may_have_duplicates
 

@@ -44,6 +44,12 @@ NOT_FROM_THE_RULE = {
     "billing.selectors._credit_notes": "the credit notes of an invoice read through the rule",
     "pharmacy.selectors._prescription_detail": "the items of prescriptions read through the rule",
     "pharmacy.selectors._dispense_detail": "the lines of dispenses read through the rule",
+    "lab.selectors._open_critical": "an EXISTS correlated to orders read through the rule",
+    "lab.selectors.orders_with_critical_unacknowledged": "an IN over critical results, filtering orders the "
+    "caller read through the rule",
+    "lab.selectors.work_list": "an EXISTS and a prefetch of the items of orders read through the rule",
+    "patients.selectors.patient_possible_duplicates": "whether the person is also registered at a branch the "
+    "staff member cannot see: a yes or no naming nothing, as the API's duplicate rule answers",
 }
 
 # Constant statements (docs/architecture.md §6) that carry the rule as a parameter, the client's branch ids

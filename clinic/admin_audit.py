@@ -59,6 +59,13 @@ def write_admin_audit(
     ids = list(dict.fromkeys(pid for pid in parsed if pid is not None))  # first-shown order, no repeats
     if not ids:
         return None
+    return _audit_row(request, response, clock, ids, request.path)
+
+
+def _audit_row(
+    request: HttpRequest, response: HttpResponseBase, clock: Clock, patient_ids: list[Any], path: str
+) -> AuditLogEntry:
+    """The row, with the fields the API audit middleware fills."""
     resolver = getattr(request, "resolver_match", None)
     return AuditLogEntry.objects.create(
         created_at=clock.at,
@@ -68,11 +75,11 @@ def write_admin_audit(
         ip=client_ip(request),
         method=(request.method or "")[:10],
         route=(resolver.route if resolver is not None else "")[:200],
-        path=request.path[:500],
+        path=path[:500],
         status=response.status_code,
         duration_ms=clock.ms(),
         request_id=request_context(request).request_id,
-        patient_ids=ids,
+        patient_ids=patient_ids,
         user_agent=request.headers.get("User-Agent", "")[:200],
     )
 
@@ -224,19 +231,4 @@ def audit_autocomplete_response(site: Any, request: HttpRequest, response: HttpR
 def write_admin_export_audit(request: HttpRequest, response: HttpResponseBase, clock: Clock) -> AuditLogEntry:
     """One audit row for an export of figures that name no patient (the day's collections as CSV): who took
     them, when and from where, with no patient ids, so every download from the admin is on record."""
-    resolver = getattr(request, "resolver_match", None)
-    return AuditLogEntry.objects.create(
-        created_at=clock.at,
-        client=None,
-        actor=staff_actor(request),
-        token_ref="",
-        ip=client_ip(request),
-        method=(request.method or "")[:10],
-        route=(resolver.route if resolver is not None else "")[:200],
-        path=request.get_full_path()[:500],
-        status=response.status_code,
-        duration_ms=clock.ms(),
-        request_id=request_context(request).request_id,
-        patient_ids=[],
-        user_agent=request.headers.get("User-Agent", "")[:200],
-    )
+    return _audit_row(request, response, clock, [], request.get_full_path())

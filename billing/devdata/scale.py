@@ -9,8 +9,11 @@ likewise, in their own series, by their date of issue. `paid`, `credited` and `r
 of the payments, credit notes and refunds, and the status follows from them by billing.services' rules
 (_settle), as the constraints demand.
 
-On an invoice, things happen in this order, each on or after the day of the one before and never after
-`today`: finalization, payments, at most one credit note, refunds. About 2 % of billed invoices get a credit
+On an invoice, things happen in this order, each on or after the day of the one before: finalization,
+payments, at most one credit note, refunds. What would fall after `today` has not happened yet (an instalment
+not yet paid, a credit note or refund still to come), so every day, today included, holds only its own
+share of the money: clamping such events onto today made the generated today hold ten times a normal day's
+payments. About 2 % of billed invoices get a credit
 note (one or two lines, each credited whole or in part), and most of those that then owe the patient money
 refund it; a few paid invoices get a refund without a credit note (which reopens them).
 """
@@ -348,9 +351,12 @@ def generate_invoices(
             # The last thing that happened to the invoice: each later event is on or after its day and time.
             last_day, last_moment, last_mode, last_amount = day, created, "cash", ZERO
             if paid > 0:
-                pay_day = day
+                pay_day, made = day, ZERO
                 for k, amount in enumerate(_split(rng, paid, rng.choice([1, 1, 1, 2, 3]))):
-                    pay_day = min(today, pay_day + timedelta(days=rng.choice([0, 0, 1, 7, 20])))
+                    pay_day += timedelta(days=rng.choice([0, 0, 1, 7, 20]))
+                    if pay_day > today:
+                        break  # not paid yet: the rest of the instalments fall due after today
+                    made += amount
                     mode = rng.choices(MODES, weights=MODE_WEIGHTS)[0]
                     reference = "" if mode == "cash" else f"{mode.upper()}{rng.getrandbits(40):010X}{k}"
                     recorded = datetime.combine(pay_day, time(4, 0), tzinfo=UTC) + timedelta(minutes=rng.randrange(600))
@@ -360,9 +366,12 @@ def generate_invoices(
                          branch.id)
                     )  # fmt: skip
                     last_day, last_moment, last_mode, last_amount = pay_day, recorded, mode, amount
+                paid = made
             credited = refunded = ZERO
+            note_day = None
             if billed and rng.random() < CREDIT_SHARE:
-                note_day = min(today, last_day + timedelta(days=rng.choice([0, 1, 3, 7, 14, 30])))
+                note_day = last_day + timedelta(days=rng.choice([0, 1, 3, 7, 14, 30]))
+            if note_day is not None and note_day <= today:  # one still to come is left out
                 note_at = datetime.combine(note_day, time(4, 30), tzinfo=UTC) + timedelta(minutes=rng.randrange(560))
                 note_at = max(note_at, last_moment + timedelta(minutes=1))
                 credits = _credit_lines(rng, billed_lines, interstate)
@@ -373,24 +382,30 @@ def generate_invoices(
                 )  # fmt: skip
                 credited = note_totals.grand_total
                 refund_due = max(ZERO, paid - (totals.grand_total - credited))
-                if refund_due > 0 and rng.random() < REFUND_SHARE:
-                    refund_day = min(today, note_day + timedelta(days=rng.choice([0, 0, 1, 3, 7])))
+                refund_day = note_day + timedelta(days=rng.choice([0, 0, 1, 3, 7]))
+                if refund_due > 0 and rng.random() < REFUND_SHARE and refund_day <= today:
                     refunds.append(
                         _refund(rng, invoice_id=invoice_id, branch_id=branch.id, amount=refund_due, mode=last_mode,
                                 day=refund_day, after=note_at, index=0)
                     )  # fmt: skip
                     refunded = refund_due
-            elif status == "paid" and rng.random() < REFUND_ONLY_SHARE:
+            elif (
+                note_day is None
+                and status == "paid"
+                and paid == totals.grand_total
+                and rng.random() < REFUND_ONLY_SHARE
+            ):
                 # A payment reversed (a card charge disputed), or part of what was paid handed back.
                 amount = (
                     last_amount if rng.random() < 0.5 else (paid * Decimal(rng.randint(10, 50)) / 100).quantize(CENT)
                 )
-                refund_day = min(today, last_day + timedelta(days=rng.choice([0, 1, 2, 7, 14])))
-                refunds.append(
-                    _refund(rng, invoice_id=invoice_id, branch_id=branch.id, amount=max(CENT, amount),
-                            mode=last_mode, day=refund_day, after=last_moment, index=0)
-                )  # fmt: skip
-                refunded = max(CENT, amount)
+                refund_day = last_day + timedelta(days=rng.choice([0, 1, 2, 7, 14]))
+                if refund_day <= today:
+                    refunds.append(
+                        _refund(rng, invoice_id=invoice_id, branch_id=branch.id, amount=max(CENT, amount),
+                                mode=last_mode, day=refund_day, after=last_moment, index=0)
+                    )  # fmt: skip
+                    refunded = max(CENT, amount)
             if billed:
                 status = settled_status(grand_total=totals.grand_total, credited=credited, paid=paid, refunded=refunded)
             cancelled = status == "cancelled"

@@ -628,6 +628,34 @@ class RefundRollup(RollupRow):
         return f"{self.branch_id} {self.period} {self.period_start}: {self.amount} refunded"
 
 
+# The day's collections by department (issue 37's accounts page and home page): each payment and refund
+# spread over its invoice's departments in proportion to the line amounts, summed per day, branch and
+# department, unrounded (12 places; the reader rounds a day's shares to the paisa once, so they add up to
+# the totals). Kept like the rollups above, by statement-level triggers on the inserts of payments and
+# refunds (migration 0008), so a day reads tens of rows instead of joining its thousands of payments to
+# their lines. A payment's shares are fixed when it is recorded: 0008 also refuses any change to the amount
+# or department of a line, or to the grand total, of an invoice that is no longer a draft, and payments and
+# refunds are only ever recorded against finalized invoices.
+
+
+class CollectionRollup(models.Model):
+    """Money received (payments) or handed back (refunds) on one day at one branch, shared to a department."""
+
+    class Flow(models.TextChoices):
+        RECEIVED = "received"
+        REFUNDED = "refunded"
+
+    pk = models.CompositePrimaryKey("day", "branch_id", "flow", "department_id")
+    day = models.DateField(help_text="The payment's or refund's date: the branch's local day.")
+    branch = models.ForeignKey(Branch, on_delete=models.PROTECT, related_name="+", db_index=False)
+    flow = models.CharField(max_length=8, choices=Flow.choices)
+    department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="+", db_index=False)
+    amount = models.DecimalField(max_digits=30, decimal_places=12, default=ZERO)
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.branch_id} {self.flow} {self.department_id}: {self.amount}"
+
+
 class NumberCounter(models.Model):
     """The last number a branch issued in a financial year, in one series (billing.numbering takes the next
     with clinic.db.counter_next)."""

@@ -13,9 +13,10 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 from django.db import connection
-from django.db.models import F, Model, Prefetch, Q, QuerySet, Sum
+from django.db.models import Model, Prefetch, Q, QuerySet, Sum
 
 from billing.models import (
+    CollectionRollup,
     CreditNote,
     CreditNoteLine,
     CreditRollup,
@@ -382,18 +383,15 @@ def _rounded(total: Decimal, exact: dict[str, Decimal]) -> dict[str, Decimal]:
     return floors
 
 
-def _shares_by_department(lines: QuerySet[LineItem], amount: str) -> dict[str, Decimal]:
-    """`lines` joined to the day's money rows on their invoices: each row's `amount` spread over its invoice's
-    lines in proportion to their amounts, summed by department name, exact (numeric division in PostgreSQL).
-    An invoice's grand total is the sum of its line amounts (billing.services keeps it so); one of 0.00 has
-    nothing to spread."""
-    shares = (
-        lines.filter(invoice__grand_total__gt=0)
-        .values("department__name")
-        .annotate(share=Sum(F(amount) * F("amount") / F("invoice__grand_total")))
-        .order_by()
-    )
-    return dict(shares.values_list("department__name", "share"))
+def _of_branches(rollup: QuerySet[Any], client: Any, branch_ids: Collection[uuid.UUID] | None) -> QuerySet[Any]:
+    """A rollup's rows at the reader's branches (rollups have no visible_to: the same rule, on their branch
+    column), narrowed to `branch_ids` when given."""
+    allowed = client_branch_ids(client)
+    if allowed is not None:
+        rollup = rollup.filter(branch_id__in=allowed)
+    if branch_ids is not None:
+        rollup = rollup.filter(branch_id__in=branch_ids)
+    return rollup
 
 
 def collections_of_day(*, client: Any, day: date, branch_ids: Collection[uuid.UUID] | None = None) -> DayCollections:
@@ -402,18 +400,15 @@ def collections_of_day(*, client: Any, day: date, branch_ids: Collection[uuid.UU
 
     Received by mode is read from the day rows of the payment rollup; refunds by mode from the refunds.
     A payment counts for the departments of its invoice in proportion to the invoice's line amounts (money
-    is received per invoice, not per line), and a refund is taken off the same way; the day's shares are
-    rounded to the paisa once, so that departments add up to the totals. Every read goes through a (branch,
-    date) index: the day's rows, however many years the tables hold."""
-    payments = Payment.objects.visible_to(client).filter(payment_date=day)
+    is received per invoice, not per line), and a refund is taken off the same way: those shares are kept
+    per day, branch and department by CollectionRollup, and the day's are rounded to the paisa once here,
+    so that departments add up to the totals. Every read goes through a (day or branch, date) index: tens of
+    rows, however many payments the day holds."""
     refunds = Refund.objects.visible_to(client).filter(refund_date=day)
-    rollup = PaymentRollup.objects.filter(period=RollupPeriod.DAY, period_start=day)
-    allowed = client_branch_ids(client)  # the rollups have no visible_to: the same rule, on their branch column
-    if allowed is not None:
-        rollup = rollup.filter(branch_id__in=allowed)
+    rollup = _of_branches(PaymentRollup.objects.filter(period=RollupPeriod.DAY, period_start=day), client, branch_ids)
+    shares = _of_branches(CollectionRollup.objects.filter(day=day), client, branch_ids)
     if branch_ids is not None:
-        payments, refunds = payments.filter(branch_id__in=branch_ids), refunds.filter(branch_id__in=branch_ids)
-        rollup = rollup.filter(branch_id__in=branch_ids)
+        refunds = refunds.filter(branch_id__in=branch_ids)
     received = dict(rollup.values("payment_mode").annotate(total=Sum("amount")).values_list("payment_mode", "total"))
     refunded = dict(refunds.values("payment_mode").annotate(total=Sum("amount")).values_list("payment_mode", "total"))
     labels = dict(Payment.Mode.choices)
@@ -424,10 +419,11 @@ def collections_of_day(*, client: Any, day: date, branch_ids: Collection[uuid.UU
     ]
     total_in = sum((row.received for row in by_mode), zero)
     total_out = sum((row.refunded for row in by_mode), zero)
-    # Each line once per money row on its invoice: the filter's join is the one the sum reads.
-    lines = LineItem.objects.order_by()
-    paid_in = _shares_by_department(lines.filter(invoice__payments__in=payments), "invoice__payments__amount")
-    paid_out = _shares_by_department(lines.filter(invoice__refunds__in=refunds), "invoice__refunds__amount")
+    by_department = shares.values_list("flow", "department__name").annotate(total=Sum("amount")).order_by()
+    paid_in: dict[str, Decimal] = {}
+    paid_out: dict[str, Decimal] = {}
+    for flow, name, total in by_department:
+        (paid_in if flow == CollectionRollup.Flow.RECEIVED else paid_out)[name] = total
     departments_in = _rounded(total_in, paid_in) if total_in else {}
     departments_out = _rounded(total_out, paid_out) if total_out else {}
     names = sorted(set(departments_in) | set(departments_out))

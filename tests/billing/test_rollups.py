@@ -23,7 +23,7 @@ from django.db.models import Q, Sum
 from django.test.utils import CaptureQueriesContext
 
 from billing import selectors, services
-from billing.models import BILLED_STATUSES, CreditNote, Invoice, LineItem, Payment, Refund
+from billing.models import BILLED_STATUSES, CollectionRollup, CreditNote, Invoice, LineItem, Payment, Refund
 from clinic.errors import Conflict, FieldError
 from tests.billing.factories import INVOICES, line, make_invoice, pay, post_json
 from tests.billing.test_concurrency import THREADS, all_at_once, api_post
@@ -101,7 +101,41 @@ def kept() -> set[tuple[Any, ...]]:
 
 def kept_exactly() -> set[tuple[Any, ...]]:
     """Every row of the rollups, zeros included: what must not move when nothing was committed."""
-    return sql_rows(KEPT)
+    return sql_rows(KEPT) | set(
+        CollectionRollup.objects.values_list("day", "branch_id", "flow", "department_id", "amount")
+    )
+
+
+def collections_from_scratch() -> dict[tuple[Any, ...], Decimal]:
+    """The day's collections by department (billing 0008), worked out here in Python from the payments,
+    refunds and lines: each money row spread over its invoice's lines in proportion to their amounts."""
+    lines: dict[uuid.UUID, list[tuple[uuid.UUID, Decimal]]] = {}
+    for invoice_id, department_id, amount in LineItem.objects.values_list("invoice_id", "department_id", "amount"):
+        lines.setdefault(invoice_id, []).append((department_id, amount))
+    grand_totals = dict(Invoice.objects.values_list("id", "grand_total"))
+    shares: dict[tuple[Any, ...], Decimal] = {}
+    money = [
+        ("received", Payment.objects.values_list("invoice_id", "payment_date", "branch_id", "amount")),
+        ("refunded", Refund.objects.values_list("invoice_id", "refund_date", "branch_id", "amount")),
+    ]
+    for flow, rows in money:
+        for invoice_id, day, branch_id, amount in rows:
+            for department_id, line_amount in lines.get(invoice_id, []) if grand_totals[invoice_id] else []:
+                key = (day, branch_id, flow, department_id)
+                shares[key] = shares.get(key, D(0)) + amount * line_amount / grand_totals[invoice_id]
+    return shares
+
+
+def assert_collections_exact() -> None:
+    """The collection rollup holds 12 places of each unrounded share: equal to the shares worked out from
+    scratch to within 1e-9 (a day's figures are rounded to the paisa from them)."""
+    expected = collections_from_scratch()
+    kept_rows = {
+        row[:4]: row[4]
+        for row in CollectionRollup.objects.values_list("day", "branch_id", "flow", "department_id", "amount")
+    }
+    for key in set(expected) | {key for key, amount in kept_rows.items() if amount}:
+        assert abs(kept_rows.get(key, D(0)) - expected.get(key, D(0))) < D("1e-9"), key
 
 
 def assert_exact() -> None:
@@ -110,6 +144,7 @@ def assert_exact() -> None:
     actual = kept()
     assert actual - expected == set()
     assert expected - actual == set()
+    assert_collections_exact()
 
 
 def aggregated(date_from: date, date_to: date, branch_ids: set[Any] | None) -> dict[str, Any]:
@@ -436,6 +471,36 @@ def test_a_refused_payment_changes_no_rollup(client, writer, blr, patient, medic
     assert Payment.objects.count() == 1
 
 
+def test_what_a_payment_was_shared_by_is_fixed_once_its_invoice_is_no_longer_a_draft(blr, patient, medicine, ortho):
+    lines = [line(medicine), line(ortho, rate="250.00", tax_rate="5")]
+    invoice = make_invoice(branch=blr, patient=patient, lines=lines, on=date(2026, 3, 31))
+    other = make_invoice(branch=blr, patient=patient, department=medicine, on=date(2026, 3, 31))
+    pay(invoice, "100.00", mode="cash", on=date(2026, 4, 1))
+    before = kept_exactly()
+    changes = [
+        ("UPDATE billing_lineitem SET amount = amount + 1 WHERE invoice_id = %s", [invoice.id]),
+        ("UPDATE billing_lineitem SET invoice_id = %s WHERE invoice_id = %s", [other.id, invoice.id]),
+        ("UPDATE billing_invoice SET grand_total = grand_total + 1 WHERE id = %s", [invoice.id]),
+    ]
+    for sql, params in changes:
+        with pytest.raises(IntegrityError, match="fixed"), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+    assert kept_exactly() == before
+    assert sorted(LineItem.objects.filter(invoice=invoice).values_list("amount", flat=True)) == [
+        D("262.50"),
+        D("1180.00"),
+    ]
+    # 100.00 over 1180.00 (General Medicine) and 262.50 (Orthopaedics) of 1442.50.
+    shares = dict(CollectionRollup.objects.values_list("department__name", "amount"))
+    assert shares == {"General Medicine": D("81.802426343154"), "Orthopaedics": D("18.197573656846")}
+    # A draft's lines still change: nothing was recorded against it.
+    draft = make_invoice(branch=blr, patient=patient, department=medicine, finalize=False, on=date(2026, 4, 1))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE billing_lineitem SET department_id = %s WHERE invoice_id = %s", [ortho.id, draft.id])
+    assert LineItem.objects.get(invoice=draft).department == ortho
+
+
 def test_changes_written_with_sql_many_rows_at_a_time_are_followed(population):
     invoices: list[Invoice] = []
     for _ in range(80):
@@ -458,14 +523,23 @@ def test_changes_written_with_sql_many_rows_at_a_time_are_followed(population):
             "UPDATE billing_invoice SET paid = grand_total, status = 'paid' WHERE id = ANY(%s) AND grand_total > 0",
             [billed[3:]],
         )
-        # Lines of a billed invoice moved to another department behind the services' back (deleting them is
-        # refused by billing 0005: records are never deleted).
-        victim = LineItem.objects.filter(billed=True).values_list("invoice_id", flat=True).first()
+    assert_exact()
+    # Lines of a billed invoice moved to another department behind the services' back: refused (billing 0008;
+    # deleting them is refused by 0005), since payments were shared over the lines as they stood.
+    victim = LineItem.objects.filter(billed=True).exclude(department=population.departments[0]).first()
+    assert victim is not None
+    before = kept_exactly()
+    with (
+        pytest.raises(IntegrityError, match="its amount, department and invoice are fixed"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(
             "UPDATE billing_lineitem SET department_id = %s WHERE invoice_id = %s",
-            [population.departments[0].id, victim],
+            [population.departments[0].id, victim.invoice_id],
         )
-    assert_exact()
+    assert LineItem.objects.get(pk=victim.pk).department_id == victim.department_id
+    assert kept_exactly() == before
 
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # TRUNCATE refuses pending (deferred) FK checks
@@ -514,6 +588,10 @@ class TestConcurrency:
             ("line", blr.id, "month", date(2026, 3, 1), str(medicine.id), 20, D("20000.00")),
             ("payment", blr.id, "day", date(2026, 4, 1), "upi", D("2005.00"), 0),
             ("payment", blr.id, "month", date(2026, 4, 1), "upi", D("2005.00"), 0),
+        }
+        # The day's collections by department: all of it to the invoices' one department.
+        assert set(CollectionRollup.objects.values_list("day", "branch_id", "flow", "department_id", "amount")) == {
+            (date(2026, 4, 1), blr.id, "received", medicine.id, D("2005.00"))
         }
 
     def test_concurrent_finalizations_cancellations_and_payments_of_one_branch_and_day_leave_the_rollups_exact(

@@ -15,9 +15,10 @@ from django.contrib import admin
 from django.contrib.admin.options import InlineModelAdmin
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import ForeignObjectRel, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from clinic.admin_pagination import CappedCountPaginator
+from clinic.admin_time import rendered_in, row_zone
 from clinic.staff import branch_path_of, visible_to_staff
 
 
@@ -72,6 +73,15 @@ class BranchScopedAdmin(admin.ModelAdmin):
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         return _scoped_choices(super().formfield_for_manytomany(db_field, request, **kwargs), request)
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        """A row's page in its own branch's time zone, whoever reads it (clinic.admin_time)."""
+        zone = row_zone(self.model, object_id) if object_id is not None else None
+        return rendered_in(
+            zone, lambda: super(BranchScopedAdmin, self).changeform_view(request, object_id, form_url, extra_context)
+        )
 
     def get_list_filter(self, request: HttpRequest) -> Any:
         scoped = []

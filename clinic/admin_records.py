@@ -9,8 +9,9 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.options import InlineModelAdmin
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Model, QuerySet
+from django.db.models import DateTimeField, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -41,6 +42,20 @@ class ReadOnlyAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """On a row's page, also when it was recorded: Django leaves out fields that are not editable, such
+        as `auto_now_add` times, and a read-only record's page is where staff look for them (shown in the
+        branch's time zone, clinic.admin_time). Not on inlines, which keep their columns."""
+        declared = tuple(super().get_readonly_fields(request, obj))  # type: ignore[misc]
+        if isinstance(self, InlineModelAdmin):
+            return declared
+        stamps = [
+            field.name
+            for field in cast(Any, self).model._meta.concrete_fields
+            if isinstance(field, DateTimeField) and not field.editable and field.name not in declared
+        ]
+        return (*declared, *stamps)
 
 
 class NoDeleteAdminMixin:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -35,6 +37,7 @@ from clinic.admin_branches import BranchScopedAdmin, BranchScopedInline
 from clinic.admin_columns import BooleansInWords
 from clinic.admin_pagination import dates_as_a_filter
 from clinic.admin_sections import grouped_app_list
+from clinic.admin_time import rendered_in, staff_zone
 from clinic.api.network import client_ip
 from clinic.dashboard import dashboard_sections
 from clinic.staff import staff_reader
@@ -209,6 +212,17 @@ class ClinicAdminSite(OTPAdminSite):
                 admin_class.__name__, (admin_class,), {"__module__": admin_class.__module__, "inlines": inlines}
             )
         super().register(model_or_iterable, admin_class, **options)
+
+    def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Callable[..., Any]:
+        """Every admin page in the time zone of the staff member's branches, when they share one
+        (clinic.admin_time)."""
+        guarded = super().admin_view(view, cacheable)
+
+        @wraps(view)
+        def in_branch_time(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return rendered_in(staff_zone(request.user), lambda: guarded(request, *args, **kwargs))
+
+        return in_branch_time
 
     def has_permission(self, request: HttpRequest) -> bool:
         if not session_within_lifetime(request):

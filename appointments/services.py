@@ -123,10 +123,18 @@ def _save(appointment: Appointment, fields: list[str]) -> None:
 
 @transaction.atomic
 def appointment_reschedule(
-    *, appointment: Appointment, slot_start: datetime, slot_end: datetime, reason: str = "", actor: str = "system"
+    *,
+    appointment: Appointment,
+    slot_start: datetime,
+    slot_end: datetime,
+    reason: str = "",
+    actor: str = "system",
+    enforce_window: bool = True,
 ) -> Appointment:
     """Move a booked appointment to another free cell of the same doctor and branch. Within the same local
-    day the token number is kept; on another day the appointment takes that day's next number."""
+    day the token number is kept; on another day the appointment takes that day's next number. Through the
+    API the branch's cancellation window applies, as to cancelling; staff in the admin, who may cancel late,
+    pass enforce_window=False (the patient at the desk or on the phone an hour before)."""
     branch = appointment.branch  # the doctor and branch never change, so the target day is known unlocked
     local_date = slot_start.astimezone(branch.zone).date()
     locks.doctor_day_lock(doctor=appointment.doctor, local_date=local_date)
@@ -140,7 +148,8 @@ def appointment_reschedule(
         )
     # Moving an appointment is as late a change as cancelling it: were it allowed inside the window, a move
     # to another day followed by a cancel there would launder a late cancellation.
-    _check_window(appointment, now, "rescheduled")
+    if enforce_window:
+        _check_window(appointment, now, "rescheduled")
     if (slot_start, slot_end) == (appointment.slot_start, appointment.slot_end):
         raise FieldError({"new_slot_start": "The appointment is already at that time."})
     if not is_free_cell(doctor=appointment.doctor, branch=branch, start=slot_start, end=slot_end, ignoring=appointment):

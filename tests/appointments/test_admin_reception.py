@@ -14,7 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from appointments.models import Appointment, AppointmentChange, WeeklySession
-from appointments.services import appointment_book
+from appointments.services import appointment_book, appointment_reschedule
+from clinic.errors import DomainError
 from integrations.models import AuditLogEntry
 from tests.appointments.factories import AppointmentFactory, future_monday
 from tests.factories import BranchFactory, DoctorFactory, staff_of
@@ -215,6 +216,26 @@ def test_reschedule_lists_the_days_free_slots_and_moves_the_appointment(receptio
     assert (change.actor, change.reason, change.previous_slot_start) == (
         "staff:frontdesk", "Patient asked", local(DAY, "09:00", blr),
     )  # fmt: skip
+
+
+def test_staff_reschedule_inside_the_cancellation_window_the_api_refuses(reception, booked, blr):
+    # A window of 30 days puts the whole of DAY inside it: an API client may neither cancel nor move.
+    blr.cancellation_window_minutes = 30 * 24 * 60
+    blr.save(update_fields=["cancellation_window_minutes"])
+    target = local(DAY, "09:45", blr)
+    with pytest.raises(DomainError, match="only until 43200 minutes before"):
+        appointment_reschedule(appointment=booked, slot_start=target, slot_end=target + timedelta(minutes=15))
+    booked.refresh_from_db()
+    assert booked.version == 1
+
+    response = reception.post(
+        f"{ROOT}{booked.pk}/reschedule/", {"date": DAY.isoformat(), "reason": "Called", "slot": target.isoformat()}
+    )
+
+    assert response.status_code == 302
+    booked.refresh_from_db()
+    assert (booked.slot_start, booked.version) == (target, 2)
+    assert booked.changes.get(kind="rescheduled").actor == "staff:frontdesk"
 
 
 def test_reschedule_to_a_taken_slot_changes_nothing(reception, booked, doctor, blr):

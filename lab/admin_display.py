@@ -49,9 +49,11 @@ def local_moment(moment: datetime, zone: ZoneInfo) -> str:
 
 
 def acknowledgement(result: LabResult, zone: ZoneInfo) -> str:
-    """`by staff:asha on 28 Nov 2026 21:30`, "not yet" for a critical value nobody acknowledged, else ""."""
+    """`by staff:asha on 28 Nov 2026 21:30: Dr Rao by phone, read back` (the note after a colon, when there is
+    one), "not yet" for a critical value nobody acknowledged, else ""."""
     if result.critical_acknowledged_at is not None:
-        return f"by {result.critical_acknowledged_by} on {local_moment(result.critical_acknowledged_at, zone)}"
+        said = f"by {result.critical_acknowledged_by} on {local_moment(result.critical_acknowledged_at, zone)}"
+        return f"{said}: {result.critical_acknowledgement_note}" if result.critical_acknowledgement_note else said
     return "not yet" if result.flag in CRITICAL_FLAGS else ""
 
 

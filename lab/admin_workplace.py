@@ -51,6 +51,13 @@ def work_list_url() -> str:
     return reverse("admin:lab_laborder_worklist")
 
 
+class AcknowledgementForm(forms.Form):
+    """Who was told of a critical value and how; optional, as the laboratory's procedure decides (a NUL byte
+    or more than 500 characters is refused with the field named, never stored cut)."""
+
+    note = forms.CharField(max_length=500, required=False)
+
+
 def critical_unacknowledged_url() -> str:
     """The lab order list filtered to the orders with an unacknowledged critical value (lab.admin's
     CriticalFilter), for a dashboard's link; lab.selectors.critical_unacknowledged counts the same."""
@@ -261,12 +268,19 @@ class LabWorkplaceMixin:
         result = LabResult.objects.filter(pk=result_id, item__order_id=order.pk).first()
         if result is None:
             raise Http404(f"No result {result_id} on {order.order_number}.")
-        try:
-            review.lab_result_acknowledge_critical(result=result, actor=staff_actor(request))
-        except DomainError as error:
-            messages.error(request, error.detail)
+        form = AcknowledgementForm(request.POST)
+        if not form.is_valid():
+            problems = "; ".join(str(error) for error in form.errors["note"])
+            messages.error(request, f"Note: {problems} Nothing was acknowledged.")
         else:
-            messages.success(request, f"Critical result acknowledged by {staff_actor(request)}.")
+            try:
+                review.lab_result_acknowledge_critical(
+                    result=result, actor=staff_actor(request), note=form.cleaned_data["note"]
+                )
+            except DomainError as error:
+                messages.error(request, error.detail)
+            else:
+                messages.success(request, f"Critical result acknowledged by {staff_actor(request)}.")
         response = HttpResponseRedirect(reverse("admin:lab_laborder_results", args=[order.pk]))
         write_admin_audit(request, response, [order.patient_id], clock)
         return response

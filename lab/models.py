@@ -419,6 +419,8 @@ class LabResult(models.Model):
     # critical value (verification) carries it over (lab.results).
     critical_acknowledged_by = models.CharField(max_length=200, blank=True, default="", db_default="")
     critical_acknowledged_at = models.DateTimeField(null=True, blank=True)
+    # Who was told and how ("Dr Rao by phone, read back"): written with the acknowledgement, never after (0011).
+    critical_acknowledgement_note = models.CharField(max_length=500, blank=True, default="", db_default="")
 
     objects = LabResultQuerySet.as_manager()
 

@@ -406,6 +406,7 @@ def _record(
                 recorded_by=recorded_by[:200],
                 critical_acknowledged_by=acknowledged.critical_acknowledged_by if acknowledged else "",
                 critical_acknowledged_at=acknowledged.critical_acknowledged_at if acknowledged else None,
+                critical_acknowledgement_note=acknowledged.critical_acknowledgement_note if acknowledged else "",
             )
         )
     superseded = [entry.earlier.pk for entry in checked if entry.earlier is not None]

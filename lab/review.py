@@ -29,9 +29,10 @@ def _shown(result: LabResult) -> str:
 
 
 @transaction.atomic
-def lab_result_acknowledge_critical(*, result: LabResult, actor: str) -> LabResult:
-    """Record that `actor` acknowledged this critical result now. 409 invalid_state when the result is not
-    critical, has been superseded by a newer version, or was acknowledged already (by whom and when is said)."""
+def lab_result_acknowledge_critical(*, result: LabResult, actor: str, note: str = "") -> LabResult:
+    """Record that `actor` acknowledged this critical result now, with `note` saying who was told and how
+    (the read-back a laboratory documents). 409 invalid_state when the result is not critical, has been
+    superseded by a newer version, or was acknowledged already (by whom and when is said)."""
     order = locks.lab_order_lock(order_id=LabResult.objects.values_list("item__order_id", flat=True).get(pk=result.pk))
     locked = LabResult.objects.select_for_update(of=("self",)).select_related("analyte").get(pk=result.pk)
     if not locked.current:
@@ -52,7 +53,8 @@ def lab_result_acknowledge_critical(*, result: LabResult, actor: str) -> LabResu
         )
     locked.critical_acknowledged_by = actor.strip()[:200]
     locked.critical_acknowledged_at = timezone.now()
-    locked.save(update_fields=["critical_acknowledged_by", "critical_acknowledged_at"])
+    locked.critical_acknowledgement_note = note.strip()[:500]
+    locked.save(update_fields=["critical_acknowledged_by", "critical_acknowledged_at", "critical_acknowledgement_note"])
     return locked
 
 

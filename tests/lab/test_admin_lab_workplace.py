@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 from django.contrib.messages import get_messages
+from django.db import IntegrityError, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -68,7 +69,14 @@ def snapshot() -> list[tuple[Any, ...]]:
     """Everything a refused request must leave as it was: results, order and item statuses, events."""
     results = list(
         LabResult.objects.order_by("id").values_list(
-            "id", "version", "current", "status", "flag", "critical_acknowledged_by", "critical_acknowledged_at"
+            "id",
+            "version",
+            "current",
+            "status",
+            "flag",
+            "critical_acknowledged_by",
+            "critical_acknowledged_at",
+            "critical_acknowledgement_note",
         )
     )
     orders = list(LabOrder.objects.order_by("id").values_list("id", "status", "updated_at"))
@@ -408,6 +416,37 @@ def test_acknowledging_records_who_and_when_once_and_shows_it(world):
     assert snapshot() == before
 
 
+def test_an_acknowledgement_records_who_was_told_and_how_and_a_bad_note_changes_nothing(world):
+    order = collected(world)
+    record(order)
+    hgb = LabResult.objects.get(analyte__code="HGB")
+    before = snapshot()
+
+    nul = world["tech"].post(acknowledge_url(order, hgb), {"note": "Dr Rao\x00"}, follow=True)
+    long = world["tech"].post(acknowledge_url(order, hgb), {"note": "x" * 501}, follow=True)
+
+    assert messages_of(nul) == ["Note: Null characters are not allowed. Nothing was acknowledged."]
+    assert messages_of(long) == [
+        "Note: Ensure this value has at most 500 characters (it has 501). Nothing was acknowledged."
+    ]
+    assert snapshot() == before
+
+    world["tech"].post(acknowledge_url(order, hgb), {"note": "  Dr Rao by phone, read back  "})
+
+    hgb.refresh_from_db()
+    assert (hgb.critical_acknowledged_by, hgb.critical_acknowledgement_note) == (
+        "staff:asha", "Dr Rao by phone, read back",
+    )  # fmt: skip
+    local = timezone.localtime(hgb.critical_acknowledged_at, world["blr"].zone)
+    page = world["tech"].get(results_url(order)).content.decode()
+    assert (
+        f'<td class="acknowledgement">by staff:asha on {local:%d %b %Y %H:%M}: Dr Rao by phone, read back</td>' in page
+    )
+    # Written with the acknowledgement and never after: the versions trigger refuses a later change.
+    with pytest.raises(IntegrityError, match="lab result versions are kept"), transaction.atomic():
+        LabResult.objects.filter(pk=hgb.pk).update(critical_acknowledgement_note="Dr Iyer")
+
+
 def test_a_result_that_is_not_critical_or_not_current_is_not_acknowledged(world):
     order = collected(world)
     record(order)
@@ -477,7 +516,9 @@ def test_verify_and_release_is_refused_while_a_critical_value_is_unacknowledged(
 def test_after_acknowledgement_verify_releases_and_the_final_version_keeps_the_acknowledgement(world):
     order = collected(world)
     record(order)
-    hgb = review.lab_result_acknowledge_critical(result=LabResult.objects.get(analyte__code="HGB"), actor="staff:asha")
+    hgb = review.lab_result_acknowledge_critical(
+        result=LabResult.objects.get(analyte__code="HGB"), actor="staff:asha", note="Dr Rao by phone, read back"
+    )
 
     confirmation = world["tech"].post(CHANGELIST, {"action": "verify_preliminary", "_selected_action": [order.pk]})
     response = verify(world["tech"], order)
@@ -488,9 +529,10 @@ def test_after_acknowledgement_verify_releases_and_the_final_version_keeps_the_a
     assert order.status == OrderStatus.FINAL
     final = LabResult.objects.get(analyte__code="HGB", current=True)
     assert (final.version, final.status, final.flag, final.recorded_by) == (2, "final", "LL", "staff:asha")
-    assert (final.critical_acknowledged_by, final.critical_acknowledged_at) == (
+    assert (final.critical_acknowledged_by, final.critical_acknowledged_at, final.critical_acknowledgement_note) == (
         "staff:asha",
         hgb.critical_acknowledged_at,
+        "Dr Rao by phone, read back",
     )
     assert list(critical_unacknowledged(client=staff_reader(world["tech_user"]))) == []  # type: ignore[arg-type]
 

@@ -28,7 +28,7 @@ from typing import Any
 from appointments.devdata.scale import CompletedAppointment
 from clinic.devdata.scale import Organisation, Timings, copy_rows, rng_uuid
 from lab import interpretation
-from lab.models import ItemStatus, OrderStatus, ResultStatus, TestKind
+from lab.models import CRITICAL_FLAGS, ItemStatus, OrderStatus, ResultStatus, TestKind
 from lab.numbering import format_accession_number, format_order_number
 from patients.devdata.scale import Patients
 
@@ -365,7 +365,12 @@ ITEM_COLUMNS = ["id", "order_id", "position", "test_id", "accession_number", "st
 RESULT_COLUMNS = [
     "id", "item_id", "analyte_id", "version", "current", "status", "value_quantity", "value_text", "unit", "flag",
     "reference_low", "reference_high", "note", "reason", "performed_at", "performer", "recorded_at", "recorded_by",
+    "critical_acknowledged_at", "critical_acknowledged_by",
 ]  # fmt: skip
+# A critical value is told to the doctor and acknowledged before it is verified (lab.review), so every final or
+# amended critical result carries its acknowledgement, at its recording; preliminary ones may still await it.
+# Without this, two years of history would fill the unacknowledged list (lab 0010 did the same to real data).
+ACKNOWLEDGED_BY = "staff:lab"
 
 
 def _stage(rng: random.Random, order: _Order, now: datetime) -> str:
@@ -513,8 +518,9 @@ def _result_row(
     flag: str = "",
 ) -> tuple[Any, ...]:
     recorded = performed + timedelta(minutes=rng.randint(1, 20))
+    acknowledged = flag in CRITICAL_FLAGS and status in (ResultStatus.FINAL, ResultStatus.AMENDED)
     return (
         rng_uuid(rng), item_id, analyte_id, version, current, status, quantity, text, unit, flag,
         band.low if band else None, band.high if band else None, "", reason, performed, performer, recorded,
-        "api:lis",
+        "api:lis", recorded if acknowledged else None, ACKNOWLEDGED_BY if acknowledged else "",
     )  # fmt: skip

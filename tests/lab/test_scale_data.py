@@ -133,6 +133,19 @@ def test_every_flag_and_reference_limit_is_what_lab_interpretation_gives(generat
     assert {"N", "L", "H"} <= flags
 
 
+def test_verified_critical_values_were_acknowledged_when_recorded_and_nothing_else_was(generated: str) -> None:
+    critical = LabResult.objects.filter(flag__in=["LL", "HH"], status__in=["final", "amended"])
+    acknowledged = LabResult.objects.filter(critical_acknowledged_at__isnull=False)
+
+    assert critical.exists(), "no verified critical value generated: the check would prove nothing"
+    assert set(acknowledged.values_list("id", flat=True)) == set(critical.values_list("id", flat=True))
+    for result in critical:
+        assert (result.critical_acknowledged_at, result.critical_acknowledged_by) == (result.recorded_at, "staff:lab")
+    # So the list of values awaiting acknowledgement holds only preliminary ones, as in a working laboratory.
+    waiting = LabResult.objects.filter(current=True, flag__in=["LL", "HH"], critical_acknowledged_at__isnull=True)
+    assert set(waiting.values_list("status", flat=True)) <= {"preliminary"}
+
+
 def test_the_api_reads_a_generated_order_and_lists_a_patients_orders(generated: str, client, token_for) -> None:
     order = LabOrder.objects.filter(status="final", items__results__status="amended").first()
     assert order is not None

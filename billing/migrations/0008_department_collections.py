@@ -10,8 +10,9 @@ total, of an invoice that is no longer a draft (services change only drafts' lin
 only recorded against finalized invoices).
 
 The triggers come before the backfill: CREATE TRIGGER locks payments and refunds against writes until this
-migration commits, so the backfill sees every committed row and none slips in between. At 1M invoices the
-backfill reads about a million payments joined to their lines (bench/results/admin_scale.md).
+migration commits, so the backfill sees every committed row and none slips in between. At 1M invoices
+(1.27M payments, 2.58M lines) this migration and lab 0011 together took 21 s, 197,760 rollup rows; a
+payment's insert then spends 1-6 ms in the new trigger, beside the payment rollup's.
 """
 
 import django.db.models.deletion

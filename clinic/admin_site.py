@@ -25,7 +25,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.admin.options import InlineModelAdmin
 from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.contrib.auth.signals import user_login_failed
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django_otp import devices_for_user
@@ -235,6 +235,9 @@ class ClinicAdminSite(OTPAdminSite):
     def autocomplete_view(self, request: HttpRequest) -> HttpResponse:
         from clinic.admin_audit import Clock, audit_autocomplete_response
 
+        if "\x00" in request.GET.get("term", ""):
+            # PostgreSQL text cannot hold NUL: refused here, as the API's hygiene refuses it, not a 500.
+            return JsonResponse({"error": "term: NUL characters are not allowed."}, status=400)
         clock = Clock()
         response = super().autocomplete_view(request)
         audit_autocomplete_response(self, request, response, clock)  # the patient picker lists patients

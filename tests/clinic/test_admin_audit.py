@@ -218,6 +218,18 @@ def test_the_patient_picker_of_an_invoice_form_is_audited(staff):
     assert (row.actor, row.path, row.patient_ids) == ("staff:asha", "/admin/autocomplete/", [match.pk])
 
 
+def test_a_picker_search_with_a_nul_byte_is_refused_and_not_audited(staff):
+    PatientFactory(first_name="Zubin")
+
+    response = staff.get(
+        "/admin/autocomplete/",
+        {"app_label": "billing", "model_name": "invoice", "field_name": "patient", "term": "Zu\x00bin"},
+    )
+
+    assert (response.status_code, response.json()) == (400, {"error": "term: NUL characters are not allowed."})
+    assert rows() == []
+
+
 @pytest.mark.parametrize(
     "path",
     [
